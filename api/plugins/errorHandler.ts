@@ -1,0 +1,82 @@
+/**
+ * One error handler for the whole app: every failure leaves as { error, code, retryable?, hint? }
+ * with a catalog code. Unexpected errors are logged with the request id and answered without
+ * internals.
+ */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { ApiError, errorBody } from '../errors.js';
+import type { ErrorCode } from '../../domain/errors.js';
+
+interface ValidationIssue {
+  instancePath?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+function describeValidation(context: string | undefined, issues: ValidationIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => {
+      const path = (issue.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+      const keys = issue.params?.keys;
+      const unknown = Array.isArray(keys) && keys.length ? ` (${keys.join(', ')})` : '';
+      const field = [context, path].filter(Boolean).join('.') || context || 'request';
+      return `${field}: ${issue.message ?? 'invalid'}${unknown}`;
+    })
+    .join('; ');
+}
+
+/** Fastify's own error codes for malformed requests, mapped onto catalog codes. */
+const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'payload_too_large', message: 'Request body is too large' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type', message: 'Unsupported content type' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_request', message: 'Content-Length does not match the body' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_request', message: 'Body is empty but Content-Type is application/json' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_request', message: 'Body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_TYPE: { code: 'unsupported_media_type', message: 'Content-Type header is empty' },
+  FST_ERR_CTP_INVALID_TYPE: { code: 'unsupported_media_type', message: 'Content-Type header is invalid' },
+};
+
+export default fp(async function errorHandler(app: FastifyInstance, opts: { bodyLimit: number }) {
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .code(404)
+      .send(errorBody('route_not_found', `No route for ${request.method} ${request.url.split('?')[0]}`, 'See GET /openapi.json for the routes'));
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ApiError) {
+      if (error.headers) reply.headers(error.headers);
+      return reply.code(error.status).send(errorBody(error.code, error.message, error.hint, error.extra));
+    }
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      const hint = describeValidation(error.validationContext, error.validation as ValidationIssue[]);
+      return reply.code(400).send(errorBody('invalid_request', `Invalid request ${error.validationContext ?? ''}`.trim(), hint));
+    }
+    if (error.code === 'FST_ERR_RATE_LIMIT_EXCEEDED' || error.statusCode === 429) {
+      return reply.code(429).send(errorBody('rate_limit_exceeded', 'Rate limit exceeded', error.message));
+    }
+    const known = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (known) {
+      const hint = known.code === 'payload_too_large' ? `Send at most ${opts.bodyLimit} bytes` : known.code === 'unsupported_media_type' ? 'Send Content-Type: application/json' : error.message;
+      return reply.code(error.statusCode ?? 400).send(errorBody(known.code, known.message, hint));
+    }
+    if (error.validation) {
+      const hint = describeValidation(error.validationContext, error.validation as ValidationIssue[]);
+      return reply.code(400).send(errorBody('invalid_request', 'Invalid request', hint));
+    }
+    if (isResponseSerializationError(error)) {
+      request.log.error({ err: error }, 'response did not match its schema');
+    } else if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
+      // Other client errors fastify raises itself (e.g. malformed URL encodings).
+      return reply.code(error.statusCode).send(errorBody('invalid_request', 'Invalid request', error.message));
+    } else {
+      request.log.error({ err: error }, 'unhandled error');
+    }
+    return reply
+      .code(500)
+      .send(errorBody('internal_server_error', 'Internal server error', `Retry; quote request id ${request.id} if it persists`));
+  });
+});

@@ -1,0 +1,36 @@
+/**
+ * OpenAPI 3.1 generated from the routes' zod schemas (/openapi.json) and an interactive reference
+ * page (/docs). Registered before the routes so their schemas are collected.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+
+export const API_VERSION = '0.13.0';
+
+export default fp(async function openapiPlugin(app: FastifyInstance, opts: { publicBaseUrl?: string }) {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Agent Passport API',
+        version: API_VERSION,
+        description:
+          'Identity passports (Hedera NFTs), DIDs, the agent directory, A2A messaging, the task marketplace, domain trust snapshots and registry keys. Errors are { error, code, retryable?, hint? } with codes from GET /api/meta/errors.',
+      },
+      servers: opts.publicBaseUrl ? [{ url: opts.publicBaseUrl }] : [],
+      tags: [
+        { name: 'meta', description: 'Catalogs and metadata' },
+        { name: 'health', description: 'Liveness and readiness' },
+        { name: 'passports', description: 'Passports, DIDs and audit' },
+        { name: 'events', description: 'Indexed chain events' },
+      ],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+});

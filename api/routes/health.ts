@@ -1,0 +1,70 @@
+/** GET /health (liveness: the process answers) and GET /health/ready (PostgreSQL and Temporal answer). */
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AppContext } from '../context.js';
+import { ApiError } from '../errors.js';
+import { errorResponses } from '../schemas/common.js';
+
+const CHECK_TIMEOUT_MS = 2_000;
+
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const checkSchema = z.object({ ok: z.boolean(), error: z.string().optional() });
+
+const healthRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+  app.get(
+    '/health',
+    { schema: { tags: ['health'], summary: 'Liveness', response: { 200: z.object({ status: z.literal('ok'), version: z.string(), uptimeSeconds: z.number() }) } } },
+    async () => ({ status: 'ok' as const, version: '0.13.0', uptimeSeconds: Math.round(process.uptime()) }),
+  );
+
+  app.get(
+    '/health/ready',
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Readiness: PostgreSQL and Temporal reachable',
+        response: { 200: z.object({ status: z.literal('ready'), checks: z.record(z.string(), checkSchema) }), ...errorResponses(503) },
+      },
+    },
+    async () => {
+      const checks: Record<string, { ok: boolean; error?: string }> = {};
+      const run = async (name: string, fn: () => Promise<unknown>) => {
+        try {
+          await withTimeout(fn(), CHECK_TIMEOUT_MS);
+          checks[name] = { ok: true };
+        } catch (err) {
+          checks[name] = { ok: false, error: (err as Error).message };
+        }
+      };
+      await Promise.all([
+        run('postgres', async () => {
+          if (!ctx.sql) throw new Error('not configured');
+          await ctx.sql`select 1`;
+        }),
+        run('temporal', async () => {
+          if (!ctx.temporal) throw new Error('not configured');
+          const client = await ctx.temporal();
+          await client.workflowService.getSystemInfo({});
+        }),
+      ]);
+      const failing = Object.entries(checks).filter(([, c]) => !c.ok);
+      if (failing.length) {
+        throw new ApiError('service_unavailable', 'Not ready', { hint: failing.map(([n, c]) => `${n}: ${c.error}`).join('; ') });
+      }
+      return { status: 'ready' as const, checks };
+    },
+  );
+};
+
+export default healthRoutes;

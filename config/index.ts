@@ -1,0 +1,84 @@
+/**
+ * The one place the environment is read. Every variable is parsed with zod; start-up fails with
+ * one line per missing or malformed variable so an operator can fix them all in one go.
+ * .env.example documents each variable.
+ */
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const hex64 = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)');
+
+export const configSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  // HTTP API
+  HOST: z.string().default('127.0.0.1'),
+  PORT: port.default(3000),
+  PUBLIC_BASE_URL: z.url().optional(),
+  CORS_ORIGINS: z.string().default('*'),
+  TRUST_PROXY: bool.default(false),
+  RATE_LIMIT_MAX: z.coerce.number().int().positive().default(60),
+  RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  REDIS_URL: z.url().optional(),
+  ADMIN_TOKEN_SHA256: hex64.optional(),
+
+  // PostgreSQL
+  DATABASE_URL: z.url().optional(),
+
+  // Temporal
+  TEMPORAL_ADDRESS: z.string().optional(),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('agent-passport'),
+  TEMPORAL_TLS: bool.default(false),
+  TEMPORAL_API_KEY: z.string().optional(),
+  TEMPORAL_CLI_PATH: z.string().optional(),
+  PAYLOAD_CODEC_KEY: hex64.optional(),
+  CODEC_CORS_ORIGIN: z.string().default('http://localhost:8233'),
+
+  // Hedera ledger
+  HEDERA_NETWORK: z.enum(['local', 'testnet', 'mainnet', 'previewnet']).default('local'),
+  HEDERA_OPERATOR_ID: z.string().regex(/^\d+\.\d+\.\d+$/).optional(),
+  HEDERA_OPERATOR_KEY: z.string().optional(),
+  HEDERA_MIRROR_URL: z.url().optional(),
+  LOCALNET_CONFIG_PATH: z.string().default('.data/localnet.json'),
+  FACILITATOR_URL: z.url().optional(),
+  MARKET_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(250),
+
+  // EVM
+  EVM_RPC_URL: z.url().optional(),
+  EVM_CHAIN_ID: z.coerce.number().int().positive().optional(),
+  PASSPORT_CONTRACT_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  ESCROW_CONTRACT_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
+  INDEXER_CONFIRMATIONS: z.coerce.number().int().min(0).default(2),
+  INDEXER_MAX_BLOCK_RANGE: z.coerce.number().int().positive().default(2_000),
+
+  // Registry keys
+  REGISTER_DAILY_CAP_PER_IP: z.coerce.number().int().positive().default(5),
+  SPONSORED_DAILY_BUDGET: z.coerce.number().int().min(0).default(100),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses an environment (process.env by default); throws ConfigError listing every problem. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings mean "unset": .env files often carry `NAME=` lines.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = configSchema.safeParse(cleaned);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const name = issue.path.join('.');
+    return cleaned[name] === undefined ? `${name}: missing (${issue.message})` : `${name}: ${issue.message}`;
+  });
+  throw new ConfigError(problems);
+}
