@@ -1,0 +1,110 @@
+// Builds the SDK Client for a Hedera network from configuration: local (our localnet: one node at a
+// given address), testnet, mainnet, previewnet; an operator; and tuned retry/backoff.
+import { AccountId, Client, Hbar } from '@hashgraph/sdk';
+import { parsePrivateKey, type KeyType } from './keys.js';
+
+export type HederaNetworkName = 'local' | 'testnet' | 'mainnet' | 'previewnet';
+
+export interface LedgerNode {
+  /** host:port of the node's HAPI gRPC endpoint, e.g. 127.0.0.1:50211 */
+  address: string;
+  /** the node's account id, e.g. 0.0.3 */
+  accountId: string;
+}
+
+export interface RetryOptions {
+  /** attempts per request (SDK default 10) */
+  maxAttempts?: number;
+  /** first backoff between attempts after BUSY/PLATFORM_NOT_ACTIVE; doubled per attempt */
+  minBackoffMs?: number;
+  /** backoff cap */
+  maxBackoffMs?: number;
+  /** overall deadline of one request including retries */
+  requestTimeoutMs?: number;
+  /** deadline of one gRPC call */
+  grpcDeadlineMs?: number;
+  /** how long a node that answered gRPC UNAVAILABLE is parked at first / at most */
+  nodeMinBackoffMs?: number;
+  nodeMaxBackoffMs?: number;
+}
+
+export interface LedgerClientOptions {
+  network: HederaNetworkName;
+  /** required for `local`; optional override of the node list elsewhere */
+  node?: LedgerNode;
+  nodes?: LedgerNode[];
+  operator?: { accountId: string; privateKey: string; keyType?: KeyType };
+  retry?: RetryOptions;
+  /** default max transaction fee in HBAR (default 5) */
+  defaultMaxTransactionFeeHbar?: number;
+}
+
+/** Defaults chosen for a service: a few quick retries, bounded by a request deadline. */
+export const DEFAULT_RETRY: Required<RetryOptions> = {
+  maxAttempts: 10,
+  minBackoffMs: 250,
+  maxBackoffMs: 8_000,
+  requestTimeoutMs: 120_000,
+  grpcDeadlineMs: 10_000,
+  nodeMinBackoffMs: 8_000,
+  nodeMaxBackoffMs: 60_000,
+};
+
+/** Retry settings for tests and localnet: short backoffs, short deadlines. */
+export const LOCAL_RETRY: Required<RetryOptions> = {
+  maxAttempts: 20,
+  minBackoffMs: 25,
+  maxBackoffMs: 400,
+  requestTimeoutMs: 30_000,
+  grpcDeadlineMs: 5_000,
+  nodeMinBackoffMs: 250,
+  nodeMaxBackoffMs: 1_000,
+};
+
+export function createLedgerClient(options: LedgerClientOptions): Client {
+  const retry = { ...(options.network === 'local' ? LOCAL_RETRY : DEFAULT_RETRY), ...(options.retry ?? {}) };
+  const nodes = options.nodes ?? (options.node ? [options.node] : undefined);
+  let client: Client;
+  if (nodes && nodes.length > 0) {
+    const map: Record<string, AccountId> = {};
+    for (const n of nodes) map[n.address] = AccountId.fromString(n.accountId);
+    client = Client.forNetwork(map, { scheduleNetworkUpdate: false } as never);
+  } else {
+    switch (options.network) {
+      case 'testnet':
+        client = Client.forTestnet({ scheduleNetworkUpdate: false });
+        break;
+      case 'mainnet':
+        client = Client.forMainnet({ scheduleNetworkUpdate: false });
+        break;
+      case 'previewnet':
+        client = Client.forPreviewnet({ scheduleNetworkUpdate: false });
+        break;
+      default:
+        throw new Error('a local ledger client needs node.address and node.accountId');
+    }
+  }
+  if (options.operator) {
+    client.setOperator(
+      AccountId.fromString(options.operator.accountId),
+      parsePrivateKey(options.operator.privateKey, options.operator.keyType),
+    );
+  }
+  // order matters: the SDK refuses min > max and warns when grpcDeadline >= requestTimeout
+  client.setMaxBackoff(Math.max(retry.maxBackoffMs, retry.minBackoffMs));
+  client.setMinBackoff(retry.minBackoffMs);
+  client.setRequestTimeout(retry.requestTimeoutMs);
+  client.setGrpcDeadline(Math.min(retry.grpcDeadlineMs, retry.requestTimeoutMs - 1));
+  client.setNodeMaxBackoff(Math.max(retry.nodeMaxBackoffMs, retry.nodeMinBackoffMs));
+  client.setNodeMinBackoff(retry.nodeMinBackoffMs);
+  // per-request maxAttempts stays usable when the client leaves it unset (the SDK prefers the
+  // client's value over the request's), so only set it when asked to
+  if (options.retry?.maxAttempts !== undefined) client.setMaxAttempts(retry.maxAttempts);
+  client.setDefaultMaxTransactionFee(new Hbar(options.defaultMaxTransactionFeeHbar ?? 5));
+  return client;
+}
+
+/** The node account ids of a client (the ones transactions are frozen for). */
+export function clientNodeAccountIds(client: Client): AccountId[] {
+  return Object.values(client.network).map((v) => (typeof v === 'string' ? AccountId.fromString(v) : v));
+}

@@ -1,0 +1,122 @@
+// Key handling: parse private keys in the formats agents hand us, rebuild public keys from the mirror
+// node's key JSON, and verify signatures with either ED25519 or ECDSA secp256k1 keys.
+// Private keys only live in memory here; nothing in this module logs or stores them.
+import { PrivateKey, PublicKey } from '@hashgraph/sdk';
+import { LedgerError } from './errors.js';
+
+export type KeyType = 'ED25519' | 'ECDSA';
+
+export { PrivateKey, PublicKey };
+
+const HEX = /^[0-9a-fA-F]+$/;
+
+function invalidKey(message: string): LedgerError {
+  // never echo the key material itself
+  return new LedgerError('INVALID_KEY', message, { phase: 'input', retryable: false, hint: 'pass a DER-hex ED25519/ECDSA key or a 0x-hex ECDSA key' });
+}
+
+/**
+ * Parses a private key:
+ * - DER hex (302e... ED25519, 3030.../3053... ECDSA secp256k1), the format of .data/localnet.json;
+ * - 0x-prefixed 32-byte hex: ECDSA secp256k1 (the EVM-style export of Hedera portals and wallets);
+ * - bare 32-byte hex: ED25519 unless `type` says ECDSA.
+ */
+export function parsePrivateKey(text: string, type?: KeyType): PrivateKey {
+  if (typeof text !== 'string' || text.trim() === '') throw invalidKey('private key is empty');
+  let s = text.trim();
+  const has0x = s.startsWith('0x') || s.startsWith('0X');
+  if (has0x) s = s.slice(2);
+  if (!HEX.test(s)) throw invalidKey('private key is not hex');
+  try {
+    if (s.length === 64) {
+      if (has0x || type === 'ECDSA') return PrivateKey.fromStringECDSA(s);
+      return PrivateKey.fromStringED25519(s);
+    }
+    if (type === 'ECDSA') return PrivateKey.fromStringECDSA(s);
+    if (type === 'ED25519') return PrivateKey.fromStringED25519(s);
+    return PrivateKey.fromStringDer(s);
+  } catch {
+    throw invalidKey('private key could not be parsed');
+  }
+}
+
+export function keyTypeOf(key: PrivateKey | PublicKey): KeyType {
+  return key.type === 'secp256k1' || /ecdsa/i.test(key.type) ? 'ECDSA' : 'ED25519';
+}
+
+/** Parses a public key given as DER hex, or raw hex with a type. */
+export function parsePublicKey(text: string, type?: KeyType): PublicKey {
+  let s = text.trim();
+  if (s.startsWith('0x') || s.startsWith('0X')) s = s.slice(2);
+  if (!HEX.test(s)) throw invalidKey('public key is not hex');
+  try {
+    if (type === 'ECDSA' || (type === undefined && s.length === 66)) return PublicKey.fromStringECDSA(s);
+    if (type === 'ED25519' || (type === undefined && s.length === 64)) return PublicKey.fromStringED25519(s);
+    return PublicKey.fromString(s);
+  } catch {
+    throw invalidKey('public key could not be parsed');
+  }
+}
+
+/** The mirror node's key JSON: `{ "_type": "ED25519" | "ECDSA_SECP256K1" | "ProtobufEncoded", "key": "<hex>" }`. */
+export interface MirrorKey {
+  _type: string;
+  key: string;
+}
+
+/**
+ * Rebuilds a single public key from the mirror's key JSON. Returns null for key lists / threshold
+ * keys (ProtobufEncoded) and for accounts without a key: callers treat those as "cannot verify".
+ */
+export function publicKeyFromMirror(key: MirrorKey | null | undefined): PublicKey | null {
+  if (!key || typeof key.key !== 'string' || key.key === '') return null;
+  try {
+    switch (key._type) {
+      case 'ED25519':
+        return PublicKey.fromStringED25519(stripDerPrefix(key.key, 'ED25519'));
+      case 'ECDSA_SECP256K1':
+        return PublicKey.fromStringECDSA(stripDerPrefix(key.key, 'ECDSA'));
+      default:
+        return null;
+    }
+  } catch {
+    return null;
+  }
+}
+
+// Some mirror deployments return DER-encoded keys; the SDK's typed parsers accept both forms, but a
+// raw key is the common case. Kept as a hook for normalisation.
+function stripDerPrefix(hex: string, _type: KeyType): string {
+  return hex.startsWith('0x') ? hex.slice(2) : hex;
+}
+
+function toBytes(data: Uint8Array | string, encoding: 'hex' | 'utf8'): Uint8Array {
+  if (typeof data !== 'string') return data;
+  if (encoding === 'hex') {
+    const s = data.startsWith('0x') ? data.slice(2) : data;
+    if (!HEX.test(s) || s.length % 2 !== 0) throw invalidKey('signature is not hex');
+    return Uint8Array.from(Buffer.from(s, 'hex'));
+  }
+  return new TextEncoder().encode(data);
+}
+
+/**
+ * Verifies a signature over bytes. ED25519 signs the message itself; ECDSA secp256k1 signs keccak256
+ * of the message (the SDK handles both). `message` strings are UTF-8; `signature` strings are hex.
+ */
+export function verifySignature(publicKey: PublicKey, message: Uint8Array | string, signature: Uint8Array | string): boolean {
+  try {
+    return publicKey.verify(toBytes(message, 'utf8'), toBytes(signature, 'hex'));
+  } catch {
+    return false;
+  }
+}
+
+/** Signs bytes (UTF-8 for strings); returns the raw signature. */
+export function signBytes(privateKey: PrivateKey, message: Uint8Array | string): Uint8Array {
+  return privateKey.sign(toBytes(message, 'utf8'));
+}
+
+export function publicKeyToDerHex(key: PublicKey): string {
+  return key.toStringDer();
+}
