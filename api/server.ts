@@ -1,0 +1,36 @@
+/** API entrypoint: `node dist/api/server.js` in production, started by `npm run dev` in dev. */
+import { Redis } from 'ioredis';
+import { loadConfig, ConfigError } from '../config/index.js';
+import { createSql } from '../db/client.js';
+import { lazyTemporalClient } from '../temporal/client.js';
+import { buildApp } from './app.js';
+
+async function main() {
+  const config = loadConfig();
+  const sql = config.DATABASE_URL ? createSql(config.DATABASE_URL) : undefined;
+  const temporal = lazyTemporalClient(config);
+  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
+  const app = await buildApp({ config, sql, temporal: temporal.get, redis });
+
+  // Graceful shutdown: stop accepting, finish in-flight requests, then close the pools.
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await temporal.close();
+    await sql?.end({ timeout: 5 });
+    redis?.disconnect();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+
+  await app.listen({ host: config.HOST, port: config.PORT });
+}
+
+main().catch((err) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

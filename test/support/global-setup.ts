@@ -1,0 +1,51 @@
+/**
+ * Services for the integration project, started once per `vitest run`: the Temporal dev server
+ * (in memory, its own free port) unless TEMPORAL_ADDRESS is set, and a fresh migrated PostgreSQL
+ * database (dropped afterwards). Tests read them with inject('temporalAddress') / inject('databaseUrl').
+ */
+import type { TestProject } from 'vitest/node';
+import postgres from 'postgres';
+import { freePort } from '../../scripts/lib/ports.js';
+import { resolvePostgres } from '../../scripts/lib/postgres.js';
+import { startTemporalDevServer } from '../../scripts/lib/temporalServer.js';
+import { ensureDatabase, migrate } from '../../db/migrate.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+    databaseUrl: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const log = (line: string) => process.stderr.write(`[setup] ${line}\n`);
+  const database = `agent_passport_test_${Date.now()}_${process.pid}`;
+  const pg = await resolvePostgres({
+    databaseUrl: process.env.TEST_DATABASE_URL,
+    dataDir: '.data/postgres-test',
+    database,
+    log,
+  });
+  const url = process.env.TEST_DATABASE_URL ?? pg.url;
+  await ensureDatabase(url);
+  await migrate(url);
+
+  let temporal: { address: string; stop(): Promise<void> } | undefined;
+  const address = process.env.TEMPORAL_ADDRESS;
+  if (!address) temporal = await startTemporalDevServer({ port: await freePort(), log: (line) => { if (!line.startsWith('temporal:')) log(line); } });
+
+  project.provide('databaseUrl', url);
+  project.provide('temporalAddress', address ?? temporal!.address);
+
+  return async () => {
+    await temporal?.stop();
+    if (!process.env.TEST_DATABASE_URL && !process.env.KEEP_TEST_DATABASE) {
+      const admin = new URL(url);
+      admin.pathname = '/postgres';
+      const sql = postgres(admin.toString(), { onnotice: () => {}, max: 1 });
+      await sql.unsafe(`drop database if exists "${database}" with (force)`).catch(() => {});
+      await sql.end();
+    }
+    await pg.stop();
+  };
+}

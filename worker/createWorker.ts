@@ -1,0 +1,44 @@
+/**
+ * Builds a Temporal worker: the workflows (a prebuilt bundle in production, workflowsPath in dev
+ * and tests), the activities, and the shared data converter (payload encryption).
+ */
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Config } from '../config/index.js';
+import { connectionOptions, dataConverter } from '../temporal/connection.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+
+/** dist/ ships workflow-bundle.js next to the compiled worker; dev and tests bundle from source. */
+export function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> {
+  const bundle = path.join(here, '..', 'workflow-bundle.js');
+  if (fs.existsSync(bundle)) return { workflowBundle: { codePath: bundle } };
+  return { workflowsPath: require.resolve(path.join(here, '..', 'workflows', 'index.ts')) };
+}
+
+export async function connectWorker(config: Config): Promise<NativeConnection> {
+  const opts = connectionOptions(config);
+  return NativeConnection.connect({ address: opts.address, tls: opts.tls, apiKey: opts.apiKey });
+}
+
+export async function createWorker(opts: {
+  config: Config;
+  connection: NativeConnection;
+  taskQueue?: string;
+  activities: object;
+  overrides?: Partial<WorkerOptions>;
+}): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.config.TEMPORAL_NAMESPACE,
+    taskQueue: opts.taskQueue ?? opts.config.TEMPORAL_TASK_QUEUE,
+    activities: opts.activities,
+    dataConverter: dataConverter(opts.config),
+    ...workflowSource(),
+    ...opts.overrides,
+  });
+}

@@ -1,0 +1,6 @@
+/**
+ * Every workflow the worker runs. Deterministic code only: no Node built-ins, no I/O; side
+ * effects are activities. Replay tests (test/workflows) guard determinism.
+ */
+export {};
+export * from './chainIndexer.js';
