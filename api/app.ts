@@ -14,6 +14,8 @@ import openapiPlugin from './plugins/openapi.js';
 import metaRoutes from './routes/meta.js';
 import healthRoutes from './routes/health.js';
 import codecRoutes from './routes/codec.js';
+import eventsRoutes from './routes/events.js';
+import agentCardRoutes from './routes/agentCard.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -69,6 +71,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   await app.register(healthRoutes, { ctx });
   await app.register(metaRoutes, { ctx });
   await app.register(codecRoutes, { ctx });
+  await app.register(eventsRoutes, { ctx });
+  await app.register(agentCardRoutes, { ctx });
 
   return app;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keccak256, parseEther, parseEventLogs, toHex, zeroAddress, type Address, type Hex } from 'viem';
+import { keccak256, parseEther, type Abi, parseEventLogs, toHex, zeroAddress, type Address, type Hex } from 'viem';
 import { agentPassportAbi, taskEscrowAbi } from '../../evm/abis.js';
 import { deployContracts } from '../../evm/deploy.js';
 import { deployFixture, mined, revertOf, startTestChain, type TestChain } from './helpers.js';
@@ -28,7 +28,7 @@ const read = <T>(functionName: string, args: readonly unknown[] = []) =>
   chain.publicClient.readContract({ address: passport, abi: agentPassportAbi, functionName, args } as never) as Promise<T>;
 const write = (i: number, functionName: string, args: readonly unknown[] = []) =>
   w(i).writeContract({ address: passport, abi: agentPassportAbi, functionName, args } as never) as Promise<Hex>;
-const events = (receipt: { logs: readonly unknown[] }, abi = agentPassportAbi) =>
+const events = (receipt: { logs: readonly unknown[] }, abi: Abi = agentPassportAbi as Abi) =>
   parseEventLogs({ abi, logs: receipt.logs as never }) as unknown as { eventName: string; args: Record<string, unknown> }[];
 
 async function mintTo(to: Address, tier = 1, caps = ['api_call'], type = 1, uri = 'ipfs://card') {
@@ -226,12 +226,12 @@ describe('TaskEscrow', () => {
 
   it('funds and tops up a task (TaskFunded) and refuses zero, foreign top-ups and settled tasks', async () => {
     const r = await mined(chain, ew(1, 'fund', [id('t1')], parseEther('1')));
-    expect(events(r, taskEscrowAbi)[0]).toMatchObject({
+    expect(events(r, taskEscrowAbi as Abi)[0]).toMatchObject({
       eventName: 'TaskFunded',
       args: { taskId: id('t1'), poster: B, amount: parseEther('1'), total: parseEther('1') },
     });
     const r2 = await mined(chain, ew(1, 'fund', [id('t1')], parseEther('0.5')));
-    expect(events(r2, taskEscrowAbi)[0]!.args).toMatchObject({ amount: parseEther('0.5'), total: parseEther('1.5') });
+    expect(events(r2, taskEscrowAbi as Abi)[0]!.args).toMatchObject({ amount: parseEther('0.5'), total: parseEther('1.5') });
     expect(await er('getEscrow', [id('t1')])).toEqual([B, 1, parseEther('1.5')]);
     expect(await balance(escrow)).toBe(parseEther('1.5'));
     expect((await revertOf(ew(1, 'fund', [id('t2')], 0n))).name).toBe('ZeroAmount');
@@ -244,7 +244,7 @@ describe('TaskEscrow', () => {
     expect((await revertOf(ew(1, 'release', [id('nope'), D]))).name).toBe('NotFunded');
     const before = await balance(D);
     const r = await mined(chain, ew(1, 'release', [id('t1'), D]));
-    expect(events(r, taskEscrowAbi)[0]).toMatchObject({
+    expect(events(r, taskEscrowAbi as Abi)[0]).toMatchObject({
       eventName: 'TaskReleased',
       args: { taskId: id('t1'), worker: D, amount: parseEther('1.5') },
     });
@@ -263,7 +263,7 @@ describe('TaskEscrow', () => {
     await mined(chain, ew(1, 'fund', [id('t4')], 2000n));
     expect((await revertOf(ew(2, 'refund', [id('t4')]))).name).toBe('NotAuthorized');
     const r = await mined(chain, ew(0, 'refund', [id('t4')]));
-    expect(events(r, taskEscrowAbi)[0]).toMatchObject({
+    expect(events(r, taskEscrowAbi as Abi)[0]).toMatchObject({
       eventName: 'TaskRefunded',
       args: { taskId: id('t4'), poster: B, amount: 2000n },
     });

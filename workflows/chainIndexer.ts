@@ -1,0 +1,73 @@
+/**
+ * chainIndexer (id `indexer:{chainId}:{source}`): endless loop of fetchAndStore, one block range per
+ * activity call; sleeps pollIntervalMs (a workflow timer) when caught up; continue-as-new every
+ * `iterationsPerRun` iterations (or when Temporal suggests it) so history stays small. An RPC or
+ * database outage only makes the activity retry with bounded backoff: the checkpoint lives in the
+ * database, so there are no gaps and no duplicates.
+ */
+import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import type { ChainEventSource, IndexerActivities } from '../activities/evm/indexer.js';
+
+export interface ChainIndexerInput {
+  chainId: number;
+  source: ChainEventSource;
+  /** Sleep between polls once caught up; default 2000 ms. */
+  pollIntervalMs?: number;
+  /** Iterations before continue-as-new; default 500. */
+  iterationsPerRun?: number;
+  /** Confirmations override (else the worker's INDEXER_CONFIRMATIONS). */
+  confirmations?: number;
+  /** Block range to start with (else the worker's INDEXER_MAX_BLOCK_RANGE). */
+  blockRange?: number;
+  /** Activity retry backoff; defaults 1 s initial, 30 s maximum. */
+  retryInitialIntervalMs?: number;
+  retryMaximumIntervalMs?: number;
+  /** Stop after this many iterations in total (tests and one-shot backfills); default endless. */
+  maxIterations?: number;
+  /** Carried across continue-as-new. */
+  state?: { iterations: number; events: number };
+}
+
+export interface ChainIndexerResult {
+  iterations: number;
+  events: number;
+}
+
+export function chainIndexerWorkflowId(chainId: number, source: ChainEventSource): string {
+  return `indexer:${chainId}:${source}`;
+}
+
+export async function chainIndexer(input: ChainIndexerInput): Promise<ChainIndexerResult> {
+  const { fetchAndStore } = proxyActivities<IndexerActivities>({
+    startToCloseTimeout: '2 minutes',
+    retry: {
+      initialInterval: input.retryInitialIntervalMs ?? 1_000,
+      maximumInterval: input.retryMaximumIntervalMs ?? 30_000,
+      backoffCoefficient: 2,
+      maximumAttempts: 0, // unlimited: an outage just retries until the RPC or database is back
+    },
+  });
+
+  const pollIntervalMs = input.pollIntervalMs ?? 2_000;
+  const perRun = input.iterationsPerRun ?? 500;
+  let iterations = input.state?.iterations ?? 0;
+  let events = input.state?.events ?? 0;
+  let blockRange = input.blockRange;
+
+  for (let i = 0; i < perRun; i++) {
+    if (input.maxIterations !== undefined && iterations >= input.maxIterations) return { iterations, events };
+    const r = await fetchAndStore({
+      chainId: input.chainId,
+      source: input.source,
+      blockRange,
+      confirmations: input.confirmations,
+    });
+    iterations++;
+    events += r.events;
+    blockRange = r.nextRange;
+    if (r.caughtUp) await sleep(pollIntervalMs);
+    if (workflowInfo().continueAsNewSuggested) break;
+  }
+  if (input.maxIterations !== undefined && iterations >= input.maxIterations) return { iterations, events };
+  return continueAsNew<typeof chainIndexer>({ ...input, blockRange, state: { iterations, events } });
+}
