@@ -62,3 +62,17 @@ export async function markPaymentRefunded(sql: Sql, transactionId: string, refun
 export async function listPaymentsByPayer(sql: Sql, payer: string, limit = 100): Promise<PaymentRow[]> {
   return sql<PaymentRow[]>`select * from payments where payer = ${payer} order by created_at desc limit ${limit}`;
 }
+
+/** Moves a claimed ('verified') payment to 'settled'; false when another request got there first. */
+export async function markPaymentSettledIfVerified(sql: Sql, transactionId: string, settleResponse: Record<string, unknown>): Promise<boolean> {
+  const rows = await sql`
+    update payments set status = 'settled', settle_response = ${sql.json(settleResponse as never)}, updated_at = now()
+     where transaction_id = ${transactionId} and status = 'verified'
+    returning id`;
+  return rows.length === 1;
+}
+
+/** Drops a claim whose settlement failed for good, so the row set only holds real payments. */
+export async function deletePendingPayment(sql: Sql, transactionId: string): Promise<void> {
+  await sql`delete from payments where transaction_id = ${transactionId} and status = 'verified'`;
+}

@@ -1,0 +1,271 @@
+/**
+ * x402 v2 on the resource-server side, for HBAR on Hedera (`exact` scheme).
+ *
+ *   await app.register(x402Plugin, { sql, facilitatorUrl, network: 'hedera:testnet' });
+ *   app.post('/passport/request', { preHandler: requirePayment((request) => ({ amountTinybars, payTo, description })) }, handler);
+ *
+ * The preHandler runs after the body is parsed and validated, so the price may depend on the body.
+ * Without PAYMENT-SIGNATURE it answers 402 with PAYMENT-REQUIRED (base64 JSON { x402Version: 2,
+ * error, resource, accepts }) and the SPEC error body plus amount (HBAR), amountTinybars, asset,
+ * network, facilitator and payTo. With a payment it verifies through the facilitator, SETTLES before
+ * the handler runs, records the payment once in `payments` (a replay gives 400
+ * passport_payment_failed), sets request.payment and the PAYMENT-RESPONSE header.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Sql } from 'postgres';
+import { HTTPFacilitatorClient, type FacilitatorClient } from '@x402/core/server';
+import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import { ApiError } from '../errors.js';
+import type { ErrorCode } from '../../domain/errors.js';
+import { deletePendingPayment, findPaymentByTransactionId, insertPayment, markPaymentSettledIfVerified } from '../../db/queries/payments.js';
+import { decodePaymentTransaction } from '../../ledger/x402/verifyPayment.js';
+import { EXACT_SCHEME, HBAR_ASSET } from '../../ledger/x402/network.js';
+
+export interface PaymentTerms {
+  amountTinybars: bigint | number | string;
+  payTo: string;
+  description: string;
+  /** resource URL shown to the payer; defaults to the request URL */
+  resource?: string;
+  mimeType?: string;
+}
+
+export interface SettledPayment {
+  transactionId: string;
+  payer: string;
+  amountTinybars: bigint;
+  network: string;
+  payTo: string;
+  settlement: SettleResponse;
+}
+
+export interface X402PluginOptions {
+  sql: Sql;
+  /** the facilitator (FACILITATOR_URL); the localnet serves one at :4020 */
+  facilitatorUrl: string;
+  /** x402 network id: hedera:local | hedera:testnet | hedera:mainnet | hedera:previewnet */
+  network: string;
+  /** optional: another facilitator client (defaults to @x402/core's HTTPFacilitatorClient) */
+  facilitator?: FacilitatorClient;
+  /** the facilitator's fee payer; read from GET /supported when omitted */
+  feePayer?: string;
+  maxTimeoutSeconds?: number;
+  /** public base URL used for resource URLs (defaults to the request's host) */
+  publicBaseUrl?: string;
+}
+
+export interface RequirePaymentOptions {
+  /** catalog codes for "payment required" and "payment failed" (defaults: passport_payment_*) */
+  requiredCode?: ErrorCode;
+  failedCode?: ErrorCode;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    x402: X402Gate;
+  }
+  interface FastifyRequest {
+    payment?: SettledPayment;
+  }
+}
+
+const TINYBARS_PER_HBAR = 100_000_000n;
+
+function hbarString(tinybars: bigint): string {
+  const whole = tinybars / TINYBARS_PER_HBAR;
+  const frac = (tinybars % TINYBARS_PER_HBAR).toString().padStart(8, '0').replace(/0+$/, '');
+  return frac ? `${whole}.${frac}` : whole.toString();
+}
+
+export class X402Gate {
+  readonly facilitator: FacilitatorClient;
+  private feePayerPromise?: Promise<string>;
+
+  constructor(readonly options: X402PluginOptions) {
+    this.facilitator = options.facilitator ?? new HTTPFacilitatorClient({ url: options.facilitatorUrl, timeoutMs: 60_000 });
+    if (options.feePayer) this.feePayerPromise = Promise.resolve(options.feePayer);
+  }
+
+  /** The fee payer the facilitator advertises for our network (cached; retried after a failure). */
+  feePayer(): Promise<string> {
+    if (!this.feePayerPromise) {
+      this.feePayerPromise = this.facilitator.getSupported().then((s) => {
+        const kind = s.kinds.find((k) => k.x402Version === 2 && k.scheme === EXACT_SCHEME && k.network === this.options.network);
+        const fp = (kind?.extra as { feePayer?: unknown } | undefined)?.feePayer;
+        if (typeof fp !== 'string') throw new Error(`facilitator does not support exact on ${this.options.network}`);
+        return fp;
+      });
+      this.feePayerPromise.catch(() => {
+        this.feePayerPromise = undefined;
+      });
+    }
+    return this.feePayerPromise;
+  }
+
+  async requirements(terms: PaymentTerms): Promise<PaymentRequirements> {
+    const amount = BigInt(terms.amountTinybars);
+    if (amount <= 0n) throw new Error('payment amount must be positive');
+    let feePayer: string;
+    try {
+      feePayer = await this.feePayer();
+    } catch {
+      throw new ApiError('service_unavailable', 'The payment facilitator is unavailable', { hint: 'Retry after 30 seconds' });
+    }
+    return {
+      scheme: EXACT_SCHEME,
+      network: this.options.network as PaymentRequirements['network'],
+      asset: HBAR_ASSET,
+      amount: amount.toString(),
+      payTo: terms.payTo,
+      maxTimeoutSeconds: this.options.maxTimeoutSeconds ?? 180,
+      extra: { feePayer },
+    };
+  }
+}
+
+export const x402Plugin = fp(
+  async function x402(app: FastifyInstance, opts: X402PluginOptions) {
+    app.decorate('x402', new X402Gate(opts));
+    app.decorateRequest('payment', undefined);
+  },
+  { name: 'x402' },
+);
+
+export default x402Plugin;
+
+function resourceUrl(request: FastifyRequest, gate: X402Gate, terms: PaymentTerms): string {
+  if (terms.resource) return terms.resource;
+  const base = gate.options.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  return `${base.replace(/\/$/, '')}${request.url}`;
+}
+
+/**
+ * preHandler factory: `terms(request)` names the price for this request (after body parsing).
+ */
+export function requirePayment(
+  terms: (request: FastifyRequest) => PaymentTerms | Promise<PaymentTerms>,
+  options: RequirePaymentOptions = {},
+): preHandlerAsyncHookHandler {
+  const requiredCode: ErrorCode = options.requiredCode ?? 'passport_payment_required';
+  const failedCode: ErrorCode = options.failedCode ?? 'passport_payment_failed';
+
+  return async function x402PreHandler(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+    const gate = request.server.x402;
+    if (!gate) throw new Error('x402Plugin is not registered');
+    const t = await terms(request);
+    const requirements = await gate.requirements(t);
+    const resource = { url: resourceUrl(request, gate, t), description: t.description, mimeType: t.mimeType ?? 'application/json' };
+    const amountTinybars = BigInt(requirements.amount);
+    const terms402 = {
+      amount: Number(hbarString(amountTinybars)),
+      amountTinybars: requirements.amount,
+      asset: 'HBAR',
+      network: requirements.network,
+      facilitator: gate.options.facilitatorUrl,
+      payTo: requirements.payTo,
+    };
+    const paymentRequiredHeader = (error: string) => {
+      const pr: PaymentRequired = { x402Version: 2, error, resource, accepts: [requirements] };
+      return { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(pr) };
+    };
+    const required = (message: string, hint: string) =>
+      new ApiError(requiredCode, message, { hint, extra: terms402, headers: paymentRequiredHeader(message) });
+    const failed = (message: string, hint: string) =>
+      new ApiError(failedCode, message, { hint, extra: terms402, headers: paymentRequiredHeader(message) });
+
+    const header = request.headers['payment-signature'];
+    if (typeof header !== 'string' || header.length === 0) {
+      throw required(
+        'Payment required',
+        `Pay ${hbarString(amountTinybars)} HBAR (${requirements.amount} tinybars) to ${requirements.payTo} on ${requirements.network} through ${gate.options.facilitatorUrl} and retry with PAYMENT-SIGNATURE`,
+      );
+    }
+    let payload: PaymentPayload;
+    try {
+      payload = decodePaymentSignatureHeader(header);
+    } catch {
+      throw failed('Malformed PAYMENT-SIGNATURE header', 'Send base64 JSON { x402Version: 2, accepted, payload: { transaction } }');
+    }
+    const a = payload?.accepted;
+    if (
+      payload?.x402Version !== 2 ||
+      !a ||
+      a.scheme !== requirements.scheme ||
+      a.network !== requirements.network ||
+      a.asset !== requirements.asset ||
+      a.amount !== requirements.amount ||
+      a.payTo !== requirements.payTo
+    ) {
+      throw required('The payment does not match the requirements of this request', 'Build a new payment for the requirements in PAYMENT-REQUIRED');
+    }
+    // The facilitator checks the transaction against the requirements WE rebuilt, never the client's copy.
+    const tx = decodePaymentTransaction((payload.payload as { transaction?: unknown } | undefined)?.transaction);
+    const transactionId = tx?.transactionId?.toString();
+    if (!tx || !transactionId) throw failed('The payment transaction cannot be decoded', 'Send payload.transaction as base64 transaction bytes');
+
+    const replayed = () => failed('This payment was already used', 'A payment pays for one request; build a new payment (new transaction id) for this one');
+    const existing = await findPaymentByTransactionId(gate.options.sql, transactionId);
+    if (existing && existing.status !== 'verified') throw replayed();
+
+    const sent = { ...payload, accepted: requirements };
+    let verify;
+    try {
+      verify = await gate.facilitator.verify(sent, requirements);
+    } catch (err) {
+      const data = (err as { invalidReason?: string }).invalidReason;
+      if (data) throw failed(`Payment rejected by the facilitator: ${data}`, 'Build a new payment for the requirements in PAYMENT-REQUIRED');
+      request.log.warn({ err: (err as Error).message }, 'x402 verify failed');
+      throw new ApiError('service_unavailable', 'The payment facilitator is unavailable', { hint: 'Retry after 30 seconds with the same payment' });
+    }
+    if (!verify.isValid) {
+      if (verify.invalidReason === 'transaction_already_used' && !existing) throw replayed();
+      if (!(verify.invalidReason === 'transaction_already_used' && existing?.status === 'verified')) {
+        throw failed(`Payment rejected by the facilitator: ${verify.invalidReason ?? 'invalid'}`, verify.invalidMessage ?? 'Build a new payment for the requirements in PAYMENT-REQUIRED');
+      }
+      // a previous attempt of this very request claimed the payment and did not finish: settle again
+    }
+    const payer = verify.payer ?? existing?.payer ?? 'unknown';
+
+    // Claim the transaction id before settling, so a crash between settle and record cannot lose it.
+    if (!existing) {
+      const claimed = await insertPayment(gate.options.sql, {
+        transactionId,
+        network: requirements.network,
+        payer,
+        payTo: requirements.payTo,
+        amountTinybars,
+        resource: resource.url,
+        description: t.description,
+        status: 'verified',
+      });
+      if (!claimed) throw replayed();
+    }
+
+    let settlement: SettleResponse;
+    try {
+      settlement = await gate.facilitator.settle(sent, requirements);
+    } catch (err) {
+      request.log.warn({ err: (err as Error).message }, 'x402 settle failed');
+      // outcome unknown: keep the claim; the same payment may be retried and settles idempotently
+      throw new ApiError('service_unavailable', 'Settlement did not complete', { hint: 'Retry the same request with the same PAYMENT-SIGNATURE' });
+    }
+    if (!settlement.success) {
+      if (settlement.errorReason !== 'settle_pending') await deletePendingPayment(gate.options.sql, transactionId);
+      throw failed(`Settlement failed: ${settlement.errorReason ?? 'unknown'}`, settlement.errorMessage ?? 'Build a new payment and retry');
+    }
+    const won = await markPaymentSettledIfVerified(gate.options.sql, transactionId, settlement as unknown as Record<string, unknown>);
+    if (!won) throw replayed();
+
+    request.payment = {
+      transactionId: settlement.transaction || transactionId,
+      payer: settlement.payer ?? payer,
+      amountTinybars,
+      network: requirements.network,
+      payTo: requirements.payTo,
+      settlement,
+    };
+    reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
+  };
+}
