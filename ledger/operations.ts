@@ -304,8 +304,9 @@ export async function checkTokenReceivable(mirror: MirrorClient, accountId: stri
       freeAutomaticAssociations: 0, canReceive: false, hint: `account ${accountId} does not exist on the ledger`,
     };
   }
-  const rels = await mirror.getAccountTokenRelationships(accountId);
-  const associated = rels.some((r) => r.token_id === tokenId);
+  // /accounts/{id}/tokens when the mirror serves it; the balance's token list otherwise
+  const rels = await mirror.getAccountTokenRelationships(accountId).catch(() => []);
+  const associated = rels.some((r) => r.token_id === tokenId) || (account.balance.tokens ?? []).some((t) => t.token_id === tokenId);
   const max = Number(account.max_automatic_token_associations ?? 0);
   const used = rels.filter((r) => r.automatic_association === true).length;
   const free: number | 'unlimited' = max < 0 ? 'unlimited' : Math.max(0, max - used);
