@@ -17,6 +17,9 @@ import { startTemporalDevServer } from './lib/temporalServer.js';
 import { startChild, type ManagedChild } from './lib/children.js';
 import { waitForPort } from './lib/ports.js';
 
+// A local .env (see .env.example) is read when present; the real environment wins.
+if (fs.existsSync('.env')) process.loadEnvFile('.env');
+
 const DATA = path.resolve('.data');
 const config = loadConfig();
 
