@@ -91,12 +91,30 @@ export function createLedgerClient(options: LedgerClientOptions): Client {
     );
   }
   // order matters: the SDK refuses min > max and warns when grpcDeadline >= requestTimeout
-  client.setMaxBackoff(Math.max(retry.maxBackoffMs, retry.minBackoffMs));
-  client.setMinBackoff(retry.minBackoffMs);
-  client.setRequestTimeout(retry.requestTimeoutMs);
-  client.setGrpcDeadline(Math.min(retry.grpcDeadlineMs, retry.requestTimeoutMs - 1));
-  client.setNodeMaxBackoff(Math.max(retry.nodeMaxBackoffMs, retry.nodeMinBackoffMs));
-  client.setNodeMinBackoff(retry.nodeMinBackoffMs);
+  const maxBackoff = Math.max(retry.maxBackoffMs, retry.minBackoffMs);
+  if (retry.minBackoffMs > client.maxBackoff) {
+    client.setMaxBackoff(maxBackoff);
+    client.setMinBackoff(retry.minBackoffMs);
+  } else {
+    client.setMinBackoff(retry.minBackoffMs);
+    client.setMaxBackoff(maxBackoff);
+  }
+  const grpcDeadline = Math.min(retry.grpcDeadlineMs, retry.requestTimeoutMs - 1);
+  if (retry.requestTimeoutMs > client.grpcDeadline) {
+    client.setRequestTimeout(retry.requestTimeoutMs);
+    client.setGrpcDeadline(grpcDeadline);
+  } else {
+    client.setGrpcDeadline(grpcDeadline);
+    client.setRequestTimeout(retry.requestTimeoutMs);
+  }
+  const nodeMax = Math.max(retry.nodeMaxBackoffMs, retry.nodeMinBackoffMs);
+  if (retry.nodeMinBackoffMs > client.nodeMaxBackoff) {
+    client.setNodeMaxBackoff(nodeMax);
+    client.setNodeMinBackoff(retry.nodeMinBackoffMs);
+  } else {
+    client.setNodeMinBackoff(retry.nodeMinBackoffMs);
+    client.setNodeMaxBackoff(nodeMax);
+  }
   // per-request maxAttempts stays usable when the client leaves it unset (the SDK prefers the
   // client's value over the request's), so only set it when asked to
   if (options.retry?.maxAttempts !== undefined) client.setMaxAttempts(retry.maxAttempts);

@@ -233,47 +233,47 @@ export function buildScheduleDelete(p: { scheduleId: string }): ScheduleDeleteTr
 
 // ---------------------------------------------------------------- direct forms
 
-export function transferHbar(client: Client, p: Parameters<typeof buildHbarTransfer>[0] & { signers?: PrivateKey[] }): Promise<ReceiptSummary> {
+export async function transferHbar(client: Client, p: Parameters<typeof buildHbarTransfer>[0] & { signers?: PrivateKey[] }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildHbarTransfer(p), p.signers);
 }
 
 /** Mints NFTs; the receipt's serials are the new serial numbers. The supply key must sign. */
-export function mintNft(client: Client, p: Parameters<typeof buildMintNft>[0] & { supplyKey?: PrivateKey }): Promise<ReceiptSummary> {
+export async function mintNft(client: Client, p: Parameters<typeof buildMintNft>[0] & { supplyKey?: PrivateKey }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildMintNft(p), p.supplyKey ? [p.supplyKey] : []);
 }
 
 /** Moves an NFT from the treasury (or any owner whose key is given) to a new owner. */
-export function transferNft(client: Client, p: Parameters<typeof buildNftTransfer>[0] & { senderKey?: PrivateKey }): Promise<ReceiptSummary> {
+export async function transferNft(client: Client, p: Parameters<typeof buildNftTransfer>[0] & { senderKey?: PrivateKey }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildNftTransfer(p), p.senderKey ? [p.senderKey] : []);
 }
 
-export function wipeNft(client: Client, p: Parameters<typeof buildWipeNft>[0] & { wipeKey?: PrivateKey }): Promise<ReceiptSummary> {
+export async function wipeNft(client: Client, p: Parameters<typeof buildWipeNft>[0] & { wipeKey?: PrivateKey }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildWipeNft(p), p.wipeKey ? [p.wipeKey] : []);
 }
 
-export function updateNftMetadata(client: Client, p: Parameters<typeof buildUpdateNftMetadata>[0] & { metadataKey?: PrivateKey }): Promise<ReceiptSummary> {
+export async function updateNftMetadata(client: Client, p: Parameters<typeof buildUpdateNftMetadata>[0] & { metadataKey?: PrivateKey }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildUpdateNftMetadata(p), p.metadataKey ? [p.metadataKey] : []);
 }
 
 /** Submits a topic message, chunked at 1024 bytes; the receipt is the last chunk's. */
-export function submitTopicMessage(client: Client, p: Parameters<typeof buildTopicMessage>[0] & { submitKey?: PrivateKey }): Promise<ReceiptSummary> {
+export async function submitTopicMessage(client: Client, p: Parameters<typeof buildTopicMessage>[0] & { submitKey?: PrivateKey }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildTopicMessage(p), p.submitKey ? [p.submitKey] : []);
 }
 
 /** Creates a schedule; signers' signatures count towards the scheduled transaction. */
-export function createSchedule(client: Client, p: Parameters<typeof buildScheduleCreate>[0] & { signers?: PrivateKey[] }): Promise<ReceiptSummary> {
+export async function createSchedule(client: Client, p: Parameters<typeof buildScheduleCreate>[0] & { signers?: PrivateKey[] }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildScheduleCreate(p), p.signers);
 }
 
-export function signSchedule(client: Client, p: { scheduleId: string; signers: PrivateKey[] }): Promise<ReceiptSummary> {
+export async function signSchedule(client: Client, p: { scheduleId: string; signers: PrivateKey[] }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildScheduleSign(p), p.signers);
 }
 
-export function deleteSchedule(client: Client, p: { scheduleId: string; adminKey?: PrivateKey }): Promise<ReceiptSummary> {
+export async function deleteSchedule(client: Client, p: { scheduleId: string; adminKey?: PrivateKey }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildScheduleDelete(p), p.adminKey ? [p.adminKey] : []);
 }
 
-export function getReceipt(client: Client, transactionId: string, options?: { timeoutMs?: number }) {
+export async function getReceipt(client: Client, transactionId: string, options?: { timeoutMs?: number }) {
   return queryReceipt(client, transactionId, options);
 }
 
