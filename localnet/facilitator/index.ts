@@ -102,8 +102,9 @@ export async function createFacilitatorServer(options: FacilitatorServerOptions)
     url: `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`,
     facilitator,
     async stop() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections?.();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
       client.close();
     },
   };

@@ -74,7 +74,7 @@ describe('x402 on localnet', () => {
     const payToBefore = await balance(ln.config.payTo);
     let paymentHeader: string | null = null;
     const spy: typeof fetch = async (input, init) => {
-      const req = new Request(input as RequestInfo, init);
+      const req = new Request(input as string | URL | Request, init);
       if (req.headers.get('payment-signature')) paymentHeader = req.headers.get('payment-signature');
       return fetch(req);
     };
