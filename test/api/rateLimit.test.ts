@@ -32,7 +32,7 @@ describe('rate limit: 60 requests / 60 s / IP', () => {
 
     const last = responses[60];
     expect(last.status).toBe(429);
-    const body = await last.json();
+    const body = (await last.json()) as { code: string; retryable: boolean };
     expect(body.code).toBe('rate_limit_exceeded');
     expect(body.retryable).toBe(true);
     expect(last.headers.get('x-ratelimit-limit')).toBe('60');

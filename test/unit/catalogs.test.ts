@@ -59,7 +59,7 @@ describe('error catalog (SPEC section 7)', () => {
   });
 
   it('service codes never shadow spec codes and use valid recovery actions', () => {
-    const spec = new Set(SPEC_ERRORS.map((e) => e.code));
+    const spec = new Set<string>(SPEC_ERRORS.map((e) => e.code));
     for (const e of SERVICE_ERRORS) {
       expect(spec.has(e.code)).toBe(false);
       expect(RECOVERY_ACTIONS).toContain(e.recovery_action);

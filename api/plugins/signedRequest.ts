@@ -1,0 +1,83 @@
+/**
+ * DID signature authentication (SPEC section 5, DESIGN.md section 6). A route adds
+ * `preHandler: app.signedRequest((req) => req.body.posterDid)`; the guard checks, in order:
+ * the three headers are present (auth_header_missing), the DID is a ledger DID of this network whose
+ * account key the mirror knows (auth_did_unresolved), the challenge was issued for that DID and is
+ * unused and unexpired (auth_challenge_expired; it is consumed here), the signature verifies
+ * (auth_signature_invalid), and the DID equals the one the request names (auth_did_mismatch, 403).
+ * On success request.auth = { did, accountId, keyType }.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Sql } from 'postgres';
+import { parseHederaDid } from '../../domain/did.js';
+import { consumeChallenge } from '../../db/queries/authChallenges.js';
+import { keyTypeOf, verifySignature } from '../../ledger/keys.js';
+import type { AccountKeyResolver } from '../auth/accountKeys.js';
+import { ApiError } from '../errors.js';
+
+export const DID_HEADER = 'x-service-did';
+export const CHALLENGE_HEADER = 'x-service-challenge';
+export const SIGNATURE_HEADER = 'x-service-signature';
+
+export interface AuthenticatedAgent {
+  did: string;
+  accountId: string;
+  keyType: 'ED25519' | 'ECDSA';
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth?: AuthenticatedAgent;
+  }
+  interface FastifyInstance {
+    signedRequest(expectedDid?: (request: FastifyRequest) => string | undefined): (request: FastifyRequest) => Promise<void>;
+  }
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Challenges contain newlines; clients may send them percent-encoded. */
+function decodeChallenge(raw: string): string {
+  if (!/%[0-9A-Fa-f]{2}/.test(raw)) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+export default fp(async function signedRequestPlugin(app: FastifyInstance, opts: { sql: Sql; keys: AccountKeyResolver; network: string }) {
+  app.decorate('signedRequest', (expectedDid?: (request: FastifyRequest) => string | undefined) => {
+    return async (request: FastifyRequest) => {
+      const did = header(request, DID_HEADER);
+      const challengeRaw = header(request, CHALLENGE_HEADER);
+      const signature = header(request, SIGNATURE_HEADER);
+      const missing = [!did && 'X-Service-DID', !challengeRaw && 'X-Service-Challenge', !signature && 'X-Service-Signature'].filter(Boolean);
+      if (missing.length) throw new ApiError('auth_header_missing', `Missing signature header: ${missing.join(', ')}`, { hint: 'Get a challenge from GET /auth/challenge?did=<your DID>, sign it, and send X-Service-DID, X-Service-Challenge and X-Service-Signature' });
+
+      const parsed = parseHederaDid(did!);
+      if (!parsed || parsed.network !== opts.network) {
+        throw new ApiError('auth_did_unresolved', `DID ${did} cannot be resolved`, { hint: `Use did:hedera:${opts.network}:<accountId>` });
+      }
+      const key = await opts.keys.resolve(parsed.accountId);
+      if (!key) throw new ApiError('auth_did_unresolved', `DID ${did} cannot be resolved: no account with a single key`, { hint: 'The account must exist and have an ED25519 or ECDSA key' });
+
+      const challenge = decodeChallenge(challengeRaw!);
+      if (!(await consumeChallenge(opts.sql, challenge, did!))) {
+        throw new ApiError('auth_challenge_expired', 'Challenge expired, already used, or not issued for this DID', { hint: `Fetch a new challenge from GET /auth/challenge?did=${did}` });
+      }
+      if (!verifySignature(key, challenge, signature!)) {
+        throw new ApiError('auth_signature_invalid', 'Signature does not verify with the account key', { hint: 'Sign the exact UTF-8 challenge string with the account key and send the signature as hex' });
+      }
+      const expected = expectedDid?.(request);
+      if (expected !== undefined && expected !== did) {
+        throw new ApiError('auth_did_mismatch', `Signed in as ${did} but the request names ${expected}`, { hint: 'The DID in the body must be the signing DID' });
+      }
+      request.auth = { did: did!, accountId: parsed.accountId, keyType: keyTypeOf(key) };
+    };
+  });
+});

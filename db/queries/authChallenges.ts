@@ -1,0 +1,24 @@
+/** Single-use sign-in challenges, shared by every API instance through PostgreSQL. */
+import type { Sql } from 'postgres';
+
+export async function insertChallenge(sql: Sql, c: { challenge: string; did: string; expiresAt: Date }): Promise<void> {
+  await sql`insert into auth_challenges (challenge, did, expires_at) values (${c.challenge}, ${c.did}, ${c.expiresAt})`;
+}
+
+/**
+ * Marks the challenge used if it was issued for this DID, is unused and unexpired; true when this
+ * call consumed it. One UPDATE, so two concurrent requests can never both use it.
+ */
+export async function consumeChallenge(sql: Sql, challenge: string, did: string): Promise<boolean> {
+  const rows = await sql`
+    update auth_challenges set used_at = now()
+    where challenge = ${challenge} and did = ${did} and used_at is null and expires_at > now()
+    returning challenge`;
+  return rows.length === 1;
+}
+
+/** Housekeeping: expired challenges are useless; drop them in batches. */
+export async function deleteExpiredChallenges(sql: Sql, olderThan: Date): Promise<number> {
+  const rows = await sql`delete from auth_challenges where expires_at < ${olderThan} returning 1`;
+  return rows.length;
+}
