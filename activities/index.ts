@@ -1,13 +1,26 @@
 /**
  * The activities object the worker registers: each group is built from its dependencies here so
- * workflows only ever see the activity interfaces.
+ * workflows only ever see the activity interfaces. Groups whose dependencies are not configured
+ * (no ledger deployment, no EVM RPC) are left out, and workflows needing them are not started.
  */
 import type { Sql } from 'postgres';
+import type { Client as HederaClient } from '@hashgraph/sdk';
 import type { Config } from '../config/index.js';
+import type { LedgerDeployment } from '../ledger/deployment.js';
+import type { MirrorClient } from '../ledger/mirror.js';
+import type { IdempotentSubmitter } from '../ledger/submit.js';
+
+export interface LedgerActivityDeps {
+  deployment: LedgerDeployment;
+  client: HederaClient;
+  mirror: MirrorClient;
+  submitter: IdempotentSubmitter;
+}
 
 export interface ActivityDeps {
   config: Config;
   sql: Sql;
+  ledger?: LedgerActivityDeps;
 }
 
 export function createActivities(_deps: ActivityDeps) {

@@ -14,6 +14,10 @@ import openapiPlugin from './plugins/openapi.js';
 import metaRoutes from './routes/meta.js';
 import healthRoutes from './routes/health.js';
 import codecRoutes from './routes/codec.js';
+import authRoutes from './routes/auth.js';
+import signedRequestPlugin from './plugins/signedRequest.js';
+import x402Plugin from './plugins/x402.js';
+import { x402NetworkId } from '../ledger/x402/network.js';
 import eventsRoutes from './routes/events.js';
 import agentCardRoutes from './routes/agentCard.js';
 
@@ -71,6 +75,21 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   await app.register(healthRoutes, { ctx });
   await app.register(metaRoutes, { ctx });
   await app.register(codecRoutes, { ctx });
+
+  // Groups below need PostgreSQL and the ledger; without them (unit-style tests) they are absent.
+  const { sql, ledger } = ctx;
+  if (sql && ledger) {
+    await app.register(signedRequestPlugin, { sql, keys: ledger.keys, network: ledger.deployment.network });
+    await app.register(authRoutes, { sql, network: ledger.deployment.network });
+    if (ledger.deployment.facilitatorUrl) {
+      await app.register(x402Plugin, {
+        sql,
+        facilitatorUrl: ledger.deployment.facilitatorUrl,
+        network: x402NetworkId(ledger.deployment.network),
+        publicBaseUrl: ctx.config.PUBLIC_BASE_URL,
+      });
+    }
+  }
   await app.register(eventsRoutes, { ctx });
   await app.register(agentCardRoutes, { ctx });
 

@@ -3,14 +3,27 @@ import { Redis } from 'ioredis';
 import { loadConfig, ConfigError } from '../config/index.js';
 import { createSql } from '../db/client.js';
 import { lazyTemporalClient } from '../temporal/client.js';
+import { DeploymentError, loadLedgerDeployment } from '../ledger/deployment.js';
+import { ledgerClients } from '../ledger/context.js';
 import { buildApp } from './app.js';
+import { mirrorAccountKeys } from './auth/accountKeys.js';
+import type { LedgerContext } from './context.js';
 
 async function main() {
   const config = loadConfig();
   const sql = config.DATABASE_URL ? createSql(config.DATABASE_URL) : undefined;
   const temporal = lazyTemporalClient(config);
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
-  const app = await buildApp({ config, sql, temporal: temporal.get, redis });
+  let ledger: LedgerContext | undefined;
+  try {
+    const deployment = loadLedgerDeployment(config);
+    const { client, mirror } = ledgerClients(deployment);
+    ledger = { deployment, client, mirror, keys: mirrorAccountKeys(mirror) };
+  } catch (err) {
+    if (!(err instanceof DeploymentError) || config.NODE_ENV === 'production') throw err;
+    console.warn(`api: ledger routes disabled (${err.message})`);
+  }
+  const app = await buildApp({ config, sql, temporal: temporal.get, redis, ledger });
 
   // Graceful shutdown: stop accepting, finish in-flight requests, then close the pools.
   let closing = false;
@@ -22,6 +35,7 @@ async function main() {
     await temporal.close();
     await sql?.end({ timeout: 5 });
     redis?.disconnect();
+    ledger?.client.close();
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,43 @@
+/**
+ * A localnet (with its x402 facilitator) on free ports in a temp dir, and the ledger context the
+ * API and the worker build from its localnet.json, for integration and e2e tests.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startLocalnet, type Localnet } from '../../localnet/index.js';
+import { loadLedgerDeployment, type LedgerDeployment } from '../../ledger/deployment.js';
+import { ledgerClients } from '../../ledger/context.js';
+import { mirrorAccountKeys } from '../../api/auth/accountKeys.js';
+import type { LedgerContext } from '../../api/context.js';
+import { testConfig } from './app.js';
+
+export interface LedgerStack {
+  localnet: Localnet;
+  deployment: LedgerDeployment;
+  /** Environment overrides that point config at this localnet. */
+  env: Record<string, string>;
+  ledger: LedgerContext;
+  stop(): Promise<void>;
+}
+
+export async function startLedgerStack(prefix = 'stack'): Promise<LedgerStack> {
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const localnetJsonPath = join(dir, 'localnet.json');
+  const localnet = await startLocalnet({ dataDir: join(dir, 'localnet'), grpcPort: 0, mirrorPort: 0, facilitatorPort: 0, localnetJsonPath });
+  const env = { LOCALNET_CONFIG_PATH: localnetJsonPath, HEDERA_NETWORK: 'local' };
+  const deployment = loadLedgerDeployment(testConfig(env));
+  const { client, mirror } = ledgerClients(deployment);
+  const ledger: LedgerContext = { deployment, client, mirror, keys: mirrorAccountKeys(mirror, 1_000) };
+  return {
+    localnet,
+    deployment,
+    env,
+    ledger,
+    async stop() {
+      client.close();
+      await localnet.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
