@@ -27,6 +27,8 @@ export function sdkClient(cfg: LocalnetConfig, operator?: { accountId: string; p
   client.setMaxAttempts(10);
   client.setNodeMinBackoff(100);
   client.setNodeMaxBackoff(1_000);
+  client.setNodeMinReadmitPeriod(100);
+  client.setNodeMaxReadmitPeriod(1_000);
   return client;
 }
 

@@ -10,6 +10,7 @@ import {
   Client,
   Hbar,
   KeyList,
+  Long,
   NftId,
   PrivateKey,
   ScheduleCreateTransaction,
@@ -182,7 +183,7 @@ describe('HTS NFTs', () => {
     expect((await send(2, treasury, AccountId.fromString(agent.accountId), treasuryKey)).status.toString()).toBe('SUCCESS');
 
     const upd = await (
-      await new TokenUpdateNftsTransaction().setTokenId(tokenId).setSerialNumbers([1]).setMetadata(Buffer.from('one-v2')).execute(client)
+      await new TokenUpdateNftsTransaction().setTokenId(tokenId).setSerialNumbers([Long.fromNumber(1)]).setMetadata(Buffer.from('one-v2')).execute(client)
     ).getReceipt(client);
     expect(upd.status.toString()).toBe('SUCCESS');
 
@@ -331,7 +332,7 @@ describe('signing and precheck', () => {
     const bytes = frozen.toBytes();
     // Signer side: sign the body bytes with the private key only.
     const list = proto.TransactionList.decode(bytes);
-    const signed = proto.SignedTransaction.decode(list.transactionList[0].signedTransactionBytes);
+    const signed = proto.SignedTransaction.decode(list.transactionList[0].signedTransactionBytes!);
     const signature = key.sign(signed.bodyBytes);
     // Submitter side: attach the signature and send.
     const tx = Transaction.fromBytes(bytes);
