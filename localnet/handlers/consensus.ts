@@ -27,8 +27,7 @@ export function nextRunningHash(prev: Uint8Array, payer: number, topicN: number,
     o += 8;
   };
   w64(RUNNING_HASH_VERSION);
-  w64(0n), w64(0n), w64(BigInt(payer));
-  w64(0n), w64(0n), w64(BigInt(topicN));
+  for (const v of [0n, 0n, BigInt(payer), 0n, 0n, BigInt(topicN)]) w64(v); // shard, realm, num of payer and topic
   w64(ns / 1_000_000_000n);
   b.writeInt32BE(Number(ns % 1_000_000_000n), o);
   o += 4;
