@@ -33,6 +33,8 @@ interface Stage {
   start(env: Record<string, string>): Promise<StageResult>;
 }
 
+let evmInfo: Record<string, unknown> | undefined;
+
 const log = (name: string) => (line: string) => console.log(`[${name}] ${line}`);
 
 /** Local-only secrets kept in .data/dev-secrets.json so restarts keep them (never used in production). */
@@ -85,12 +87,10 @@ const STAGES: Stage[] = [
       const child = tsxChild('localnet', entry, {
         ...env,
         LOCALNET_DATA_DIR: path.join(DATA, 'localnet'),
-        LOCALNET_CONFIG_PATH: path.join(DATA, 'localnet.json'),
+        LOCALNET_JSON: path.join(DATA, 'localnet.json'),
         LOCALNET_GRPC_PORT: grpcPort,
         LOCALNET_MIRROR_PORT: mirrorPort,
         FACILITATOR_PORT: facilitatorPort,
-        LOCALNET_API_URL: `http://127.0.0.1:${config.PORT}`,
-        LOCALNET_ADMIN_TOKEN: devSecrets().adminToken,
       });
       await waitForPort(Number(mirrorPort), { timeoutMs: 120_000, what: 'localnet mirror REST' });
       return {
@@ -108,7 +108,21 @@ const STAGES: Stage[] = [
       if (!fs.existsSync(evmEntry)) return {};
       const { startDevEvm } = await import(evmEntry);
       const node = await startDevEvm({ dataDir: DATA, log: log('evm') });
+      evmInfo = { rpcUrl: node.rpcUrl, chainId: node.chainId, contracts: node.contracts, accounts: node.accounts.slice(0, 5) };
       return { env: node.env, urls: { 'EVM RPC (anvil)': node.rpcUrl }, stop: node.stop };
+    },
+  },
+  {
+    // .data/localnet.json is the one file a developer reads to act as an agent (DESIGN.md
+    // section 4): add what only the launcher knows (API URL, local admin token, EVM node).
+    name: 'localnet.json',
+    async start() {
+      const file = path.join(DATA, 'localnet.json');
+      if (!fs.existsSync(file)) return {};
+      const current = JSON.parse(fs.readFileSync(file, 'utf8'));
+      const merged = { ...current, apiUrl: `http://127.0.0.1:${config.PORT}`, adminToken: devSecrets().adminToken, ...(evmInfo ? { evm: evmInfo } : {}) };
+      fs.writeFileSync(file, JSON.stringify(merged, null, 2), { mode: 0o600 });
+      return {};
     },
   },
   {
