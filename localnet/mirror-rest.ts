@@ -245,6 +245,29 @@ export function createMirror(engine: Engine) {
     ],
     [/^\/api\/v1\/accounts\/([^/]+)\/nfts$/, (m, q, path) => pageNfts(path, q, ownedNfts(account(decodeURIComponent(m[1])).num, null))],
     [
+      // Token relationships, as the mirror node's /accounts/{id}/tokens (optionally ?token.id=).
+      /^\/api\/v1\/accounts\/([^/]+)\/tokens$/,
+      (m, q) => {
+        const a = account(decodeURIComponent(m[1]));
+        const only = q.get('token.id');
+        const owned = new Map<number, number>();
+        for (const n of ownedNfts(a.num, null)) owned.set(n.token, (owned.get(n.token) ?? 0) + 1);
+        const rels = [...a.tokens.entries()]
+          .filter(([t]) => only === null || ent(t) === only.replace(/^eq:/, ''))
+          .sort(([x], [y]) => x - y)
+          .map(([t, rel]) => ({
+            automatic_association: rel.automatic,
+            balance: owned.get(t) ?? 0,
+            created_timestamp: nsToMirror(rel.createdNs),
+            decimals: 0,
+            freeze_status: 'NOT_APPLICABLE',
+            kyc_status: 'NOT_APPLICABLE',
+            token_id: ent(t),
+          }));
+        return { tokens: rels, links: { next: null } };
+      },
+    ],
+    [
       /^\/api\/v1\/tokens\/([^/]+)$/,
       (m) => {
         const n = parseEntity(m[1]);

@@ -121,6 +121,14 @@ describe('mirror REST', () => {
     expect(byAccount.body.nfts).toEqual([one.body]);
     const acct = await getJson(`${net.mirrorUrl}/accounts/${agent.accountId}`);
     expect(acct.body.balance.tokens).toEqual([{ token_id: tokenId, balance: 1 }]);
+
+    // The agent received the NFT through a free auto-association slot.
+    const rels = await getJson(`${net.mirrorUrl}/accounts/${agent.accountId}/tokens?token.id=${tokenId}`);
+    expect(rels.status).toBe(200);
+    expect(rels.body.tokens).toHaveLength(1);
+    expect(rels.body.tokens[0]).toMatchObject({ token_id: tokenId, automatic_association: true, balance: 1, freeze_status: 'NOT_APPLICABLE' });
+    expect(rels.body.tokens[0].created_timestamp).toMatch(TS);
+    expect(rels.body.links).toEqual({ next: null });
   });
 
   it('topic messages: filters, order, paging, single message', async () => {
