@@ -4,6 +4,9 @@
  * Extra arguments go to vitest (e.g. `npm test -- test/unit`).
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { findOrInstallTemporalCli, SDK_DOWNLOAD } from './lib/temporalCli.js';
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -25,5 +28,13 @@ log('type-checking (tsc --noEmit)');
 const tsc = await run('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], env);
 if (tsc !== 0) process.exit(tsc);
 
+// A JSON report next to the usual output, so the run ends with one plain summary line
+// ("Tests: N passed, N failed, N skipped") that any CI can read.
+const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'vitest-')), 'report.json');
 const extra = process.argv.slice(2);
-process.exit(await run('npx', ['vitest', 'run', ...extra], env));
+const code = await run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra], env);
+if (fs.existsSync(report)) {
+  const r = JSON.parse(fs.readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
+  console.log(`\nTests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
+}
+process.exit(code);
