@@ -9,6 +9,8 @@ import type { Config } from '../config/index.js';
 import type { LedgerDeployment } from '../ledger/deployment.js';
 import type { MirrorClient } from '../ledger/mirror.js';
 import type { IdempotentSubmitter } from '../ledger/submit.js';
+import { createPassportLedgerActivities } from './ledger/passports.js';
+import { createPassportDbActivities } from './db/passports.js';
 
 export interface LedgerActivityDeps {
   deployment: LedgerDeployment;
@@ -24,7 +26,10 @@ export interface ActivityDeps {
 }
 
 export function createActivities(_deps: ActivityDeps) {
-  return {};
+  return {
+    // passports (issue 4): ledger + projection activities, only with a ledger deployment
+    ...(_deps.ledger ? { ...createPassportLedgerActivities({ sql: _deps.sql, ledger: _deps.ledger }), ...createPassportDbActivities({ sql: _deps.sql }) } : {}),
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -20,6 +20,11 @@ import x402Plugin from './plugins/x402.js';
 import { x402NetworkId } from '../ledger/x402/network.js';
 import eventsRoutes from './routes/events.js';
 import agentCardRoutes from './routes/agentCard.js';
+import passportRoutes from './routes/passports.js';
+import didRoutes from './routes/did.js';
+import auditRoutes from './routes/audit.js';
+import adminRoutes from './routes/admin.js';
+import x402InfoRoutes from './routes/x402Info.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -89,6 +94,12 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
         publicBaseUrl: ctx.config.PUBLIC_BASE_URL,
       });
     }
+    // passports, DIDs, audit, admin revoke, x402 discovery (issue 4)
+    await app.register(passportRoutes, { ctx });
+    await app.register(didRoutes, { ctx });
+    await app.register(auditRoutes, { ctx });
+    await app.register(adminRoutes, { ctx });
+    await app.register(x402InfoRoutes, { ctx });
   }
   await app.register(eventsRoutes, { ctx });
   await app.register(agentCardRoutes, { ctx });

@@ -71,6 +71,7 @@ export const SERVICE_ERRORS = [
   { code: 'admin_auth_required', http_status: 401, agent_impact: 'The admin route needs a token.', hint_template: 'Send Authorization: Bearer <admin token>', affected_routes: ['/admin/*'], recovery_action: 'not_authorized' },
   { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: ['/admin/*'], recovery_action: 'not_authorized' },
   { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: SIGNED, recovery_action: 'change_request' },
+  { code: 'passport_already_revoked', http_status: 409, agent_impact: 'The passport is already revoked.', hint_template: 'Nothing to do: {tokenId}/{serial} was revoked at {revokedAt}', affected_routes: ['/admin/revoke'], recovery_action: 'no_action' },
   { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: ALL, recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
 

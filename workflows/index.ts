@@ -4,3 +4,7 @@
  */
 export {};
 export * from './chainIndexer.js';
+export * from './passportIssuance.js';
+export * from './passportUpgrade.js';
+export * from './passportRevoke.js';
+export * from './passportRefund.js';

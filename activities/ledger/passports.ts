@@ -1,0 +1,142 @@
+/**
+ * Ledger activities of the passport workflows: thin wrappers over ledger/ (operations builders +
+ * IdempotentSubmitter, so a retried activity never applies a write twice). Final ledger errors
+ * become non-retryable ApplicationFailures of type `LedgerError.<STATUS>`; everything else is
+ * retried by Temporal with the workflow's bounded backoff. No key material enters or leaves here:
+ * the service's keys live in the worker's SDK client (operator) only.
+ */
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Sql } from 'postgres';
+import { encodePassportMetadata } from '../../domain/passportMetadata.js';
+import type { Capability } from '../../domain/capabilities.js';
+import type { Tier } from '../../domain/tiers.js';
+import { LedgerError, toLedgerError } from '../../ledger/errors.js';
+import { buildHbarTransfer, buildMintNft, buildNftTransfer, buildTopicMessage, buildUpdateNftMetadata, buildWipeNft } from '../../ledger/operations.js';
+import { findPaymentByTransactionId, markPaymentRefunded } from '../../db/queries/payments.js';
+import { markRequestRefunded } from '../../db/queries/passports.js';
+import type { PassportAuditEvent } from '../../workflows/passportIds.js';
+import type { LedgerActivityDeps } from '../index.js';
+
+export const LEDGER_FAILURE_PREFIX = 'LedgerError.';
+
+/** Runs a ledger call; final ledger errors become non-retryable failures the workflow can act on. */
+async function ledgerCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const le = err instanceof LedgerError ? err : toLedgerError(err);
+    const message = `${what}: ${le.status}${le.hint ? ` (${le.hint})` : ''}`;
+    if (!le.retryable) {
+      throw ApplicationFailure.create({ message, type: `${LEDGER_FAILURE_PREFIX}${le.status}`, nonRetryable: true, details: [{ status: le.status, transactionId: le.transactionId ?? null }] });
+    }
+    throw ApplicationFailure.create({ message, type: 'LedgerRetryable', nonRetryable: false, details: [{ status: le.status }] });
+  }
+}
+
+export interface MintPassportInput {
+  idempotencyKey: string;
+  tier: Tier;
+  capabilities: Capability[];
+}
+
+export interface NftRef {
+  tokenId: string;
+  serial: number;
+  transactionId: string;
+}
+
+export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
+  const { deployment, submitter, mirror } = deps.ledger;
+  const tokenId = deployment.passportTokenId;
+
+  /** Mints one passport NFT to the treasury with the encoded tier and capabilities. */
+  async function mintPassport(input: MintPassportInput): Promise<NftRef> {
+    const metadata = encodePassportMetadata({ tier: input.tier, capabilities: input.capabilities });
+    const r = await ledgerCall('mint', () =>
+      submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_mint', build: () => buildMintNft({ tokenId, metadata: [metadata] }) }),
+    );
+    const serial = Number(r.receipt.serials?.[0]);
+    if (!Number.isSafeInteger(serial) || serial <= 0) {
+      throw ApplicationFailure.create({ message: `mint ${r.transactionId} has no serial in its receipt`, type: 'LedgerRetryable' });
+    }
+    return { tokenId, serial, transactionId: r.transactionId };
+  }
+
+  /** Moves the minted passport from the treasury to its owner. */
+  async function deliverPassport(input: { idempotencyKey: string; serial: number; to: string }): Promise<{ transactionId: string }> {
+    const r = await ledgerCall('deliver', () =>
+      submitter.submit({
+        idempotencyKey: input.idempotencyKey,
+        kind: 'nft_transfer',
+        build: () => buildNftTransfer({ tokenId, serial: input.serial, from: deployment.treasury, to: input.to }),
+      }),
+    );
+    return { transactionId: r.transactionId };
+  }
+
+  /** Submits a versioned JSON audit message to the audit topic. */
+  async function publishAudit(input: { idempotencyKey: string; event: PassportAuditEvent }): Promise<{ transactionId: string; sequenceNumber: number | null }> {
+    const r = await ledgerCall('audit', () =>
+      submitter.submit({
+        idempotencyKey: input.idempotencyKey,
+        kind: 'topic_message',
+        build: () => buildTopicMessage({ topicId: deployment.topics.audit, message: JSON.stringify(input.event) }),
+      }),
+    );
+    return { transactionId: r.transactionId, sequenceNumber: r.receipt.topicSequenceNumber ? Number(r.receipt.topicSequenceNumber) : null };
+  }
+
+  /** Rewrites the passport's NFT metadata in place (TokenUpdateNfts). */
+  async function updatePassportMetadata(input: { idempotencyKey: string; serial: number; tier: Tier; capabilities: Capability[] }): Promise<{ transactionId: string }> {
+    const metadata = encodePassportMetadata({ tier: input.tier, capabilities: input.capabilities });
+    const r = await ledgerCall('update metadata', () =>
+      submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_update', build: () => buildUpdateNftMetadata({ tokenId, serials: [input.serial], metadata }) }),
+    );
+    return { transactionId: r.transactionId };
+  }
+
+  /**
+   * Wipes the passport from the account holding it (the mirror's current owner, else the recorded
+   * owner). An NFT the mirror already shows as deleted counts as wiped.
+   */
+  async function wipePassport(input: { idempotencyKey: string; serial: number; accountId: string }): Promise<{ transactionId: string | null; wipedFrom: string }> {
+    const nft = await ledgerCall('read NFT', () => mirror.getNft(tokenId, input.serial));
+    const owner = nft?.account_id ?? input.accountId;
+    const r = await ledgerCall('wipe', async () => {
+      try {
+        return await submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_wipe', build: () => buildWipeNft({ tokenId, accountId: owner, serials: [input.serial] }) });
+      } catch (err) {
+        if (nft?.deleted) return null;
+        throw err;
+      }
+    });
+    return { transactionId: r?.transactionId ?? null, wipedFrom: owner };
+  }
+
+  /**
+   * Pays a settled payment back (payTo -> payer, the exact amount) and records the refund on the
+   * payment and on the request it paid for. Idempotent per payment.
+   */
+  async function refundPayment(input: { paymentTransactionId: string; reason: string }): Promise<{ refundTransactionId: string; payer: string; amountTinybars: string }> {
+    const payment = await findPaymentByTransactionId(deps.sql, input.paymentTransactionId);
+    if (!payment) throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} is not recorded`, type: 'PaymentNotFound', nonRetryable: true });
+    if (payment.status === 'refunded' && payment.refund_transaction_id) {
+      await markRequestRefunded(deps.sql, input.paymentTransactionId, payment.refund_transaction_id, input.reason);
+      return { refundTransactionId: payment.refund_transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
+    }
+    const r = await ledgerCall('refund', () =>
+      submitter.submit({
+        idempotencyKey: `refund:${input.paymentTransactionId}`,
+        kind: 'hbar_transfer',
+        build: () => buildHbarTransfer({ from: payment.pay_to, to: payment.payer, amountTinybars: payment.amount_tinybars, memo: 'agent-passport refund' }),
+      }),
+    );
+    await markPaymentRefunded(deps.sql, input.paymentTransactionId, r.transactionId);
+    await markRequestRefunded(deps.sql, input.paymentTransactionId, r.transactionId, input.reason);
+    return { refundTransactionId: r.transactionId, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
+  }
+
+  return { mintPassport, deliverPassport, publishAudit, updatePassportMetadata, wipePassport, refundPayment };
+}
+
+export type PassportLedgerActivities = ReturnType<typeof createPassportLedgerActivities>;

@@ -1,0 +1,693 @@
+/**
+ * Passports (SPEC 2, 3, 4.1; DESIGN.md sections 5 and 6):
+ *   POST /passport/request                      signed request + x402 -> passportIssuance workflow
+ *   GET  /passport/address/{address}            passports of an owner account (active first)
+ *   GET  /passport/{tokenId}/{serial}           one active passport (404 missing or revoked)
+ *   GET  /passports?tokenId=|env=               paginated list (one of tokenId, env required)
+ *   POST /passport/{tokenId}/{serial}/upgrade   signed request + x402 for the price difference -> passportUpgrade
+ *
+ * Paid routes run, in order: DID signature (the unpaid first call only verifies it, without
+ * consuming the challenge, so the x402 client can retry the same request with its payment), the
+ * business checks that must refuse BEFORE money moves (tier, capabilities, 409, receivability,
+ * ownership), then the x402 gate, which settles the payment before the handler. The handler claims
+ * the wallet (or passport) in PostgreSQL for this payment and starts the workflow; a payment that
+ * loses a race is refunded by the passportRefund workflow. The handler waits for the workflow at
+ * most WORKFLOW_WAIT_MS; after that it answers 202 request_pending with a Location to poll.
+ * A retried request carrying a payment that already paid for this wallet's issuance (or upgrade)
+ * returns that outcome instead of charging again.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { decodePaymentSignatureHeader } from '@x402/core/http';
+import { z } from 'zod';
+import type { AppContext, LedgerContext } from '../context.js';
+import { ApiError, errorBody } from '../errors.js';
+import { errorResponses } from '../schemas/common.js';
+import {
+  addressPassportsSchema,
+  passportIssuanceResultSchema,
+  passportListSchema,
+  passportPathParams,
+  passportRequestBodySchema,
+  passportSchema,
+  passportsQuerySchema,
+  upgradeBodySchema,
+  upgradeResultSchema,
+} from '../schemas/passports.js';
+import { requirePayment } from '../plugins/x402.js';
+import { CHALLENGE_HEADER, DID_HEADER, SIGNATURE_HEADER } from '../plugins/signedRequest.js';
+import { CAPABILITIES, isCapability, type Capability } from '../../domain/capabilities.js';
+import { HEDERA_NETWORKS, isAccountId, parseHederaDid } from '../../domain/did.js';
+import { capabilitiesOutsideTier, isTier, tierEntry, tierPriceTinybars, TIERS, upgradePriceTinybars, type Tier } from '../../domain/tiers.js';
+import { keyTypeOf, verifySignature } from '../../ledger/keys.js';
+import { checkTokenReceivable } from '../../ledger/operations.js';
+import { decodePaymentTransaction } from '../../ledger/x402/verifyPayment.js';
+import { findPaymentByTransactionId } from '../../db/queries/payments.js';
+import {
+  claimIssuance,
+  claimUpgrade,
+  findActivePassportByAccount,
+  findIssuance,
+  findPassport,
+  findPendingIssuance,
+  findUpgrade,
+  isChallengeUsable,
+  listPassports,
+  listPassportsByAccount,
+  type IssuanceRow,
+  type PassportRow,
+  type UpgradeRow,
+} from '../../db/queries/passports.js';
+import {
+  passportIssuanceWorkflowId,
+  passportRefundWorkflowId,
+  passportUpgradeWorkflowId,
+  type SettledPaymentRef,
+} from '../../workflows/passportIds.js';
+import type { PassportIssuanceInput, PassportIssuanceResult } from '../../workflows/passportIssuance.js';
+import type { PassportUpgradeInput, PassportUpgradeResult } from '../../workflows/passportUpgrade.js';
+import type { PassportRefundInput, PassportRefundResult } from '../../workflows/passportRefund.js';
+
+/** How long a paid request waits for its workflow before answering 202 (SPEC: never a hanging request). */
+export const WORKFLOW_WAIT_MS = 20_000;
+
+// ------------------------------------------------------------------ shared state and helpers
+
+export interface DidCacheEntry {
+  body: unknown;
+  until: number;
+}
+
+/** Per-app state shared by the passport, DID and admin route groups (keyed by the AppContext). */
+export interface PassportState {
+  /** DID documents served from memory (GET /did/{did}); invalidated on upgrade and revoke. */
+  didCache: Map<string, DidCacheEntry>;
+  didCacheTtlMs: number;
+  workflowWaitMs: number;
+}
+
+const STATES = new WeakMap<AppContext, PassportState>();
+
+export function passportState(ctx: AppContext): PassportState {
+  let s = STATES.get(ctx);
+  if (!s) {
+    s = { didCache: new Map(), didCacheTtlMs: 30_000, workflowWaitMs: WORKFLOW_WAIT_MS };
+    STATES.set(ctx, s);
+  }
+  return s;
+}
+
+export function publicBase(ctx: AppContext, request: FastifyRequest): string {
+  return (ctx.config.PUBLIC_BASE_URL ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '');
+}
+
+/**
+ * Explorer link of a passport NFT: HashScan on public networks; on localnet (which HashScan cannot
+ * show) the API's own passport page, GET {base}/passport/{tokenId}/{serial}.
+ */
+export function hashScanLink(network: string, base: string, tokenId: string, serial: number): string {
+  if (network === 'local') return `${base}/passport/${tokenId}/${serial}`;
+  return `https://hashscan.io/${network}/token/${tokenId}/${serial}`;
+}
+
+export function passportLinks(tokenId: string, serial: number, did: string, owner: string) {
+  return {
+    self: { href: `/passport/${tokenId}/${serial}` },
+    owner: { href: `/passport/address/${owner}` },
+    did: { href: `/did/${did}` },
+    audit: { href: `/audit/${tokenId}/${serial}` },
+    upgrade: { href: `/passport/${tokenId}/${serial}/upgrade`, method: 'POST' as const },
+  };
+}
+
+export function passportJson(row: PassportRow, network: string, base: string): z.infer<typeof passportSchema> {
+  const serial = Number(row.serial);
+  const out: z.infer<typeof passportSchema> = {
+    active: row.revoked_at === null,
+    tokenId: row.token_id,
+    serialNumber: serial,
+    tier: row.tier,
+    capabilities: row.capabilities,
+    did: row.did,
+    owner: row.account_id,
+    issuedAt: row.issued_at.getTime(),
+    hashScanLink: hashScanLink(network, base, row.token_id, serial),
+    _links: passportLinks(row.token_id, serial, row.did, row.account_id),
+  };
+  if (row.endpoint) out.endpoint = row.endpoint;
+  if (row.revoked_at) out.revokedAt = row.revoked_at.getTime();
+  return out;
+}
+
+const TOKEN_ID = /^(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,18})$/;
+const SERIAL = /^[1-9]\d{0,15}$/;
+
+/** Validates path ids; 400 invalid_request otherwise. */
+export function parsePassportIds(tokenId: unknown, serial: unknown): { tokenId: string; serial: number } {
+  const t = String(tokenId ?? '');
+  const s = String(serial ?? '');
+  if (!TOKEN_ID.test(t)) throw new ApiError('invalid_request', `tokenId ${JSON.stringify(t)} is not a token id`, { hint: 'tokenId: expected shard.realm.num, e.g. 0.0.1234' });
+  if (!SERIAL.test(s) || !Number.isSafeInteger(Number(s))) throw new ApiError('invalid_request', `serial ${JSON.stringify(s)} is not a serial number`, { hint: 'serial: expected a positive integer' });
+  return { tokenId: t, serial: Number(s) };
+}
+
+export function notFound(tokenId: string, serial: number | string): ApiError {
+  return new ApiError('passport_not_found', `No active passport ${tokenId}/${serial}`, { hint: `Check tokenId ${tokenId} and serial ${serial}, or request a new passport with POST /passport/request` });
+}
+
+async function temporalClient(ctx: AppContext): Promise<Client> {
+  if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
+  try {
+    return await ctx.temporal();
+  } catch {
+    throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
+  }
+}
+
+/** Starts a workflow, or attaches to the running one with the same id. */
+export async function startOrAttach(ctx: AppContext, workflowType: string, workflowId: string, arg: unknown): Promise<WorkflowHandle> {
+  const client = await temporalClient(ctx);
+  try {
+    return await client.workflow.start(workflowType, { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, args: [arg] });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
+    throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry the same request after 30 seconds' });
+  }
+}
+
+const PENDING = Symbol('pending');
+
+/** The workflow's result, PENDING after waitMs, or an ApiError 502 when the workflow failed. */
+export async function waitForResult<T>(handle: WorkflowHandle, waitMs: number): Promise<T | typeof PENDING> {
+  const result = handle.result() as Promise<T>;
+  result.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof PENDING>((resolve) => {
+    timer = setTimeout(() => resolve(PENDING), waitMs);
+  });
+  try {
+    return await Promise.race([result, timeout]);
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) {
+      throw new ApiError('execution_failed', `Workflow ${handle.workflowId} failed`, { hint: 'Retry the request; no passport change was made' });
+    }
+    throw new ApiError('service_unavailable', 'The workflow result could not be read', { hint: `Poll again later (workflow ${handle.workflowId})` });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function isPending(v: unknown): v is typeof PENDING {
+  return v === PENDING;
+}
+
+export function pendingReply(reply: FastifyReply, workflowId: string, pollUrl: string) {
+  return reply
+    .code(202)
+    .header('location', pollUrl)
+    .send({
+      ...errorBody('request_pending', 'The request was accepted and is still running', `Poll ${pollUrl}`),
+      workflowId,
+      _links: { poll: { href: pollUrl } },
+    });
+}
+
+/** The transaction id of the payment in PAYMENT-SIGNATURE, or null when absent or undecodable. */
+function paymentTransactionIdOf(request: FastifyRequest): string | null {
+  const header = request.headers['payment-signature'];
+  if (typeof header !== 'string' || header.length === 0) return null;
+  try {
+    const payload = decodePaymentSignatureHeader(header);
+    const tx = decodePaymentTransaction((payload.payload as { transaction?: unknown } | undefined)?.transaction);
+    return tx?.transactionId?.toString() ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function hasPaymentHeader(request: FastifyRequest): boolean {
+  const h = request.headers['payment-signature'];
+  return typeof h === 'string' && h.length > 0;
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function decodeChallenge(raw: string): string {
+  if (!/%[0-9A-Fa-f]{2}/.test(raw)) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * The signed-request checks of api/plugins/signedRequest.ts (same order and codes) without
+ * consuming the challenge: used by the unpaid first call of a paid route, which can only end in an
+ * error (402 or an earlier refusal); the paid retry consumes the challenge through the guard.
+ */
+async function peekSignedRequest(sql: NonNullable<AppContext['sql']>, ledger: LedgerContext, request: FastifyRequest, expectedDid: string | undefined): Promise<void> {
+  const did = header(request, DID_HEADER);
+  const challengeRaw = header(request, CHALLENGE_HEADER);
+  const signature = header(request, SIGNATURE_HEADER);
+  const missing = [!did && 'X-Service-DID', !challengeRaw && 'X-Service-Challenge', !signature && 'X-Service-Signature'].filter(Boolean);
+  if (missing.length) throw new ApiError('auth_header_missing', `Missing signature header: ${missing.join(', ')}`, { hint: 'Get a challenge from GET /auth/challenge?did=<your DID>, sign it, and send X-Service-DID, X-Service-Challenge and X-Service-Signature' });
+  const network = ledger.deployment.network;
+  const parsed = parseHederaDid(did!);
+  if (!parsed || parsed.network !== network) throw new ApiError('auth_did_unresolved', `DID ${did} cannot be resolved`, { hint: `Use did:hedera:${network}:<accountId>` });
+  const key = await ledger.keys.resolve(parsed.accountId);
+  if (!key) throw new ApiError('auth_did_unresolved', `DID ${did} cannot be resolved: no account with a single key`, { hint: 'The account must exist and have an ED25519 or ECDSA key' });
+  const challenge = decodeChallenge(challengeRaw!);
+  if (!(await isChallengeUsable(sql, challenge, did!))) {
+    throw new ApiError('auth_challenge_expired', 'Challenge expired, already used, or not issued for this DID', { hint: `Fetch a new challenge from GET /auth/challenge?did=${did}` });
+  }
+  if (!verifySignature(key, challenge, signature!)) {
+    throw new ApiError('auth_signature_invalid', 'Signature does not verify with the account key', { hint: 'Sign the exact UTF-8 challenge string with the account key and send the signature as hex' });
+  }
+  if (expectedDid !== undefined && expectedDid !== did) {
+    throw new ApiError('auth_did_mismatch', `Signed in as ${did} but the request names ${expectedDid}`, { hint: 'The DID in the body must be the signing DID' });
+  }
+  request.auth = { did: did!, accountId: parsed.accountId, keyType: keyTypeOf(key) };
+}
+
+function replayedPayment(): ApiError {
+  return new ApiError('passport_payment_failed', 'This payment was already used', {
+    hint: 'A payment pays for one request; build a new payment (new transaction id) for this one',
+  });
+}
+
+function settledRef(request: FastifyRequest): SettledPaymentRef {
+  const p = request.payment!;
+  return { transactionId: p.transactionId, payer: p.payer, amountTinybars: p.amountTinybars.toString() };
+}
+
+// ------------------------------------------------------------------ routes
+
+interface IssuancePlan {
+  tier: Tier;
+  capabilities: Capability[];
+  endpoint?: string;
+  /** an earlier request already claimed the wallet with this payment */
+  attach?: IssuanceRow;
+  /** a settled payment for this wallet that never reached a claim (e.g. the API died after settling) */
+  orphan?: SettledPaymentRef;
+}
+
+interface UpgradePlan {
+  passport: PassportRow;
+  oldTier: Tier;
+  newTier: Tier;
+  price: bigint;
+  attach?: UpgradeRow;
+}
+
+const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+  const sql = ctx.sql!;
+  const ledger = ctx.ledger!;
+  const network = ledger.deployment.network;
+  const tokenId = ledger.deployment.passportTokenId;
+  const state = passportState(ctx);
+  const issuancePlans = new WeakMap<FastifyRequest, IssuancePlan>();
+  const upgradePlans = new WeakMap<FastifyRequest, UpgradePlan>();
+  const paymentsEnabled = app.hasDecorator('x402');
+
+  const authenticate = async (request: FastifyRequest, did: string | undefined) => {
+    if (hasPaymentHeader(request)) await app.signedRequest(() => did)(request);
+    else await peekSignedRequest(sql, ledger, request, did);
+  };
+
+  // ---------------------------------------------------------------- issuance
+
+  const issuanceResponse = (request: FastifyRequest, r: { tokenId: string; serialNumber: number; did: string; tier: string; capabilities: string[]; accountId: string }) => ({
+    tokenId: r.tokenId,
+    serialNumber: r.serialNumber,
+    did: r.did,
+    tier: r.tier,
+    capabilities: r.capabilities,
+    hashScanLink: hashScanLink(network, publicBase(ctx, request), r.tokenId, r.serialNumber),
+    _links: passportLinks(r.tokenId, r.serialNumber, r.did, r.accountId),
+  });
+
+  /** Refunds a payment whose request was refused after settlement and answers with the refusal. */
+  const refuseAfterSettlement = async (paymentTransactionId: string, refusal: ApiError): Promise<never> => {
+    const handle = await startOrAttach(ctx, 'passportRefund', passportRefundWorkflowId(paymentTransactionId), {
+      paymentTransactionId,
+      reason: refusal.code,
+    } satisfies PassportRefundInput);
+    const r = await waitForResult<PassportRefundResult>(handle, state.workflowWaitMs);
+    const refund = isPending(r)
+      ? { refund: 'pending', refundWorkflowId: handle.workflowId }
+      : { refund: 'refunded', refundTransactionId: r.refundTransactionId };
+    throw new ApiError(refusal.code, refusal.message, {
+      hint: `${refusal.hint ?? ''} Your payment ${paymentTransactionId} ${isPending(r) ? 'is being refunded' : 'was refunded'}.`.trim(),
+      status: refusal.status,
+      extra: { paymentTransactionId, ...refund },
+    });
+  };
+
+  const runIssuance = async (request: FastifyRequest, reply: FastifyReply, row: IssuanceRow, payment: SettledPaymentRef) => {
+    const input: PassportIssuanceInput = {
+      network: row.network,
+      accountId: row.account_id,
+      did: row.did,
+      tier: row.tier as Tier,
+      capabilities: row.capabilities as Capability[],
+      ...(row.endpoint ? { endpoint: row.endpoint } : {}),
+      payment,
+    };
+    const handle = await startOrAttach(ctx, 'passportIssuance', row.workflow_id, input);
+    const r = await waitForResult<PassportIssuanceResult>(handle, state.workflowWaitMs);
+    if (isPending(r)) return pendingReply(reply, handle.workflowId, `/passport/address/${row.account_id}`);
+    if (r.status === 'refunded') {
+      throw new ApiError('execution_failed', 'The passport could not be issued; the payment was refunded', {
+        hint: `Retry the request with a new payment; ${payment.amountTinybars} tinybars were refunded in ${r.refundTransactionId}`,
+        extra: { paymentTransactionId: payment.transactionId, refund: 'refunded', refundTransactionId: r.refundTransactionId },
+      });
+    }
+    return issuanceResponse(request, r);
+  };
+
+  /** The outcome of an issuance an earlier request already claimed with this payment. */
+  const resumeIssuance = async (request: FastifyRequest, reply: FastifyReply, row: IssuanceRow) => {
+    if (row.status === 'issued' && row.token_id && row.serial !== null) {
+      const p = await findPassport(sql, row.token_id, row.serial);
+      if (!p || p.revoked_at) throw replayedPayment();
+      return issuanceResponse(request, { tokenId: p.token_id, serialNumber: Number(p.serial), did: p.did, tier: p.tier, capabilities: p.capabilities, accountId: p.account_id });
+    }
+    const payment = await findPaymentByTransactionId(sql, row.payment_transaction_id);
+    if (!payment) throw replayedPayment();
+    const ref: SettledPaymentRef = { transactionId: payment.transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
+    if (row.status === 'pending') return runIssuance(request, reply, row, ref);
+    const exists = new ApiError('passport_already_exists', `Account ${row.account_id} already has a passport or a pending request`, {
+      hint: `Use GET /passport/address/${row.account_id}`,
+    });
+    if (row.status === 'refused') return refuseAfterSettlement(row.payment_transaction_id, exists);
+    // refunded
+    if (row.error && /^(mint|deliver) failed/.test(row.error)) {
+      throw new ApiError('execution_failed', 'The passport could not be issued; the payment was refunded', {
+        hint: `Retry with a new payment; refund ${row.refund_transaction_id}`,
+        extra: { paymentTransactionId: row.payment_transaction_id, refund: 'refunded', refundTransactionId: row.refund_transaction_id },
+      });
+    }
+    throw new ApiError('passport_already_exists', exists.message, {
+      hint: `${exists.hint} Your payment ${row.payment_transaction_id} was refunded.`,
+      extra: { paymentTransactionId: row.payment_transaction_id, refund: 'refunded', refundTransactionId: row.refund_transaction_id },
+    });
+  };
+
+  if (paymentsEnabled) {
+    const payIssuance = requirePayment((request) => {
+      const plan = issuancePlans.get(request)!;
+      return { amountTinybars: tierPriceTinybars(plan.tier), payTo: ledger.deployment.payTo, description: `Agent passport, ${plan.tier} tier` };
+    });
+
+    app.post(
+      '/passport/request',
+      {
+        schema: {
+          tags: ['passports'],
+          summary: 'Buy a passport NFT: DID signature headers + x402 payment of the tier price (HBAR)',
+          description:
+            'Without PAYMENT-SIGNATURE the answer is 402 with PAYMENT-REQUIRED (the signature headers are checked but the challenge is not used up, so the same request can be retried with the payment). ' +
+            `If issuance takes longer than ${WORKFLOW_WAIT_MS / 1000} s the answer is 202 request_pending with a Location to poll (GET /passport/address/{accountId}).`,
+          body: passportRequestBodySchema,
+          response: { 200: passportIssuanceResultSchema, ...errorResponses(202, 400, 401, 402, 403, 409, 500, 502, 503) },
+        },
+        preHandler: async function (request, reply) {
+          const body = request.body;
+          await authenticate(request, body.did);
+          const auth = request.auth!;
+          if (!isTier(body.tier)) throw new ApiError('passport_tier_invalid', `Unknown tier ${JSON.stringify(body.tier)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
+          const tier = body.tier;
+          const requested = body.capabilities ?? tierEntry(tier).capabilities;
+          const unknown = requested.filter((c) => !isCapability(c));
+          if (unknown.length) throw new ApiError('invalid_request', `Unknown capabilities: ${unknown.join(', ')}`, { hint: `capabilities: use values from ${CAPABILITIES.join(', ')}` });
+          const outside = capabilitiesOutsideTier(tier, requested);
+          if (outside.length) {
+            throw new ApiError('invalid_request', `Capabilities ${outside.join(', ')} are not part of the ${tier} tier`, { hint: `capabilities: the ${tier} tier offers ${tierEntry(tier).capabilities.join(', ')}` });
+          }
+          const capabilities = CAPABILITIES.filter((c) => requested.includes(c));
+          const plan: IssuancePlan = { tier, capabilities, ...(body.endpoint ? { endpoint: body.endpoint } : {}) };
+          issuancePlans.set(request, plan);
+
+          const paymentTxId = paymentTransactionIdOf(request);
+          if (paymentTxId) {
+            const earlier = await findIssuance(sql, paymentTxId);
+            if (earlier) {
+              if (earlier.account_id !== auth.accountId || earlier.network !== network) throw replayedPayment();
+              plan.attach = earlier;
+              return;
+            }
+            const payment = await findPaymentByTransactionId(sql, paymentTxId);
+            if (payment && payment.status === 'settled') {
+              const usable =
+                payment.payer === auth.accountId &&
+                payment.resource.endsWith('/passport/request') &&
+                payment.amount_tinybars === tierPriceTinybars(tier) &&
+                !(await findUpgrade(sql, paymentTxId));
+              if (!usable) throw replayedPayment();
+              plan.orphan = { transactionId: payment.transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
+              return;
+            }
+          }
+          // refusals that must come before any money moves
+          const active = await findActivePassportByAccount(sql, network, auth.accountId);
+          if (active) {
+            throw new ApiError('passport_already_exists', `Account ${auth.accountId} already has passport ${active.token_id}/${active.serial}`, {
+              hint: `Use GET /passport/address/${auth.accountId} or upgrade with POST /passport/${active.token_id}/${active.serial}/upgrade`,
+            });
+          }
+          if (await findPendingIssuance(sql, network, auth.accountId)) {
+            throw new ApiError('passport_already_exists', `A passport for account ${auth.accountId} is being issued`, { hint: `Poll GET /passport/address/${auth.accountId}` });
+          }
+          let receivable;
+          try {
+            receivable = await checkTokenReceivable(ledger.mirror, auth.accountId, tokenId);
+          } catch {
+            throw new ApiError('service_unavailable', 'The ledger mirror is unavailable', { hint: 'Retry after 30 seconds' });
+          }
+          if (!receivable.canReceive) {
+            throw new ApiError('invalid_request', `Account ${auth.accountId} cannot receive the passport NFT ${tokenId}`, { hint: receivable.hint });
+          }
+          await payIssuance.call(app, request, reply);
+        },
+      },
+      async (request, reply) => {
+        const plan = issuancePlans.get(request)!;
+        const auth = request.auth!;
+        if (plan.attach) return resumeIssuance(request, reply, plan.attach);
+        const payment = plan.orphan ?? settledRef(request);
+        const claim = await claimIssuance(sql, {
+          paymentTransactionId: payment.transactionId,
+          workflowId: passportIssuanceWorkflowId(network, auth.accountId),
+          network,
+          accountId: auth.accountId,
+          did: auth.did,
+          tier: plan.tier,
+          capabilities: plan.capabilities,
+          endpoint: plan.endpoint ?? null,
+        });
+        if (!claim.claimed) return resumeIssuance(request, reply, claim.row);
+        return runIssuance(request, reply, claim.row, payment);
+      },
+    );
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  app.get(
+    '/passport/address/:address',
+    {
+      schema: {
+        tags: ['passports'],
+        summary: 'Passports of an owner account (active first, then revoked ones with active=false)',
+        params: z.object({ address: z.string() }),
+        response: { 200: addressPassportsSchema, ...errorResponses(400, 500) },
+      },
+    },
+    async (request) => {
+      const raw = decodeURIComponent(request.params.address ?? '').trim();
+      const accountId = isAccountId(raw) ? raw : parseHederaDid(raw)?.accountId;
+      if (!accountId) throw new ApiError('invalid_request', 'address is missing or not an account id', { hint: 'address: expected an account id such as 0.0.1234 (or a did:hedera DID)' });
+      const rows = await listPassportsByAccount(sql, accountId);
+      const base = publicBase(ctx, request);
+      const passports = rows.map((r) => passportJson(r, network, base));
+      return { address: accountId, passports, count: passports.length };
+    },
+  );
+
+  app.get(
+    '/passport/:tokenId/:serial',
+    {
+      schema: {
+        tags: ['passports'],
+        summary: 'One passport (404 when missing or revoked)',
+        params: passportPathParams,
+        response: { 200: passportSchema, ...errorResponses(400, 404, 500) },
+      },
+    },
+    async (request) => {
+      const ids = parsePassportIds(request.params.tokenId, request.params.serial);
+      const row = await findPassport(sql, ids.tokenId, ids.serial);
+      if (!row || row.revoked_at) throw notFound(ids.tokenId, ids.serial);
+      return passportJson(row, network, publicBase(ctx, request));
+    },
+  );
+
+  app.get(
+    '/passports',
+    {
+      schema: {
+        tags: ['passports'],
+        summary: 'All passports of a collection (tokenId) or of a ledger network (env); paginated',
+        querystring: passportsQuerySchema,
+        response: { 200: passportListSchema, ...errorResponses(400, 500) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      if (!q.tokenId && !q.env) throw new ApiError('invalid_request', 'tokenId or env is required', { hint: `tokenId: e.g. ${tokenId}; env: one of ${HEDERA_NETWORKS.join(', ')}` });
+      if (q.tokenId && !TOKEN_ID.test(q.tokenId)) throw new ApiError('invalid_request', 'tokenId is not a token id', { hint: 'tokenId: expected shard.realm.num' });
+      if (q.env && !(HEDERA_NETWORKS as readonly string[]).includes(q.env)) throw new ApiError('invalid_request', `env ${JSON.stringify(q.env)} is not a ledger network`, { hint: `env: one of ${HEDERA_NETWORKS.join(', ')}` });
+      const { rows, total } = await listPassports(sql, { network: q.env, tokenId: q.tokenId, limit: q.limit, offset: q.offset });
+      const base = publicBase(ctx, request);
+      const passports = rows.map((r) => passportJson(r, network, base));
+      return { passports, count: passports.length, total, limit: q.limit, offset: q.offset };
+    },
+  );
+
+  // ---------------------------------------------------------------- upgrade
+
+  if (paymentsEnabled) {
+    const payUpgrade = requirePayment(
+      (request) => {
+        const plan = upgradePlans.get(request)!;
+        return { amountTinybars: plan.price, payTo: ledger.deployment.payTo, description: `Passport upgrade ${plan.oldTier} -> ${plan.newTier}` };
+      },
+      { requiredCode: 'passport_payment_required', failedCode: 'passport_payment_failed' },
+    );
+
+    const upgradeResponse = (request: FastifyRequest, r: { tokenId: string; serialNumber: number; did: string; oldTier: string; newTier: string; capabilities: string[]; accountId: string; price: string }) => ({
+      upgraded: true as const,
+      tokenId: r.tokenId,
+      serialNumber: r.serialNumber,
+      did: r.did,
+      oldTier: r.oldTier,
+      newTier: r.newTier,
+      tier: r.newTier,
+      capabilities: r.capabilities,
+      pricePaidTinybars: r.price,
+      hashScanLink: hashScanLink(network, publicBase(ctx, request), r.tokenId, r.serialNumber),
+      _links: passportLinks(r.tokenId, r.serialNumber, r.did, r.accountId),
+    });
+
+    const runUpgrade = async (request: FastifyRequest, reply: FastifyReply, row: UpgradeRow, passport: PassportRow, payment: SettledPaymentRef) => {
+      const newTier = row.new_tier as Tier;
+      const input: PassportUpgradeInput = {
+        tokenId: row.token_id,
+        serial: Number(row.serial),
+        accountId: row.account_id,
+        did: passport.did,
+        oldTier: row.old_tier as Tier,
+        newTier,
+        capabilities: [...tierEntry(newTier).capabilities],
+        payment,
+      };
+      const handle = await startOrAttach(ctx, 'passportUpgrade', row.workflow_id, input);
+      const r = await waitForResult<PassportUpgradeResult>(handle, state.workflowWaitMs);
+      if (isPending(r)) return pendingReply(reply, handle.workflowId, `/passport/${row.token_id}/${row.serial}`);
+      state.didCache.delete(passport.did);
+      if (r.status === 'refunded') {
+        throw new ApiError('execution_failed', 'The upgrade could not be applied; the payment was refunded', {
+          hint: `Retry with a new payment; refund ${r.refundTransactionId}`,
+          extra: { paymentTransactionId: payment.transactionId, refund: 'refunded', refundTransactionId: r.refundTransactionId },
+        });
+      }
+      return upgradeResponse(request, { ...r, accountId: row.account_id, price: payment.amountTinybars });
+    };
+
+    app.post(
+      '/passport/:tokenId/:serial/upgrade',
+      {
+        schema: {
+          tags: ['passports'],
+          summary: 'Upgrade a passport in place to a higher tier: DID signature headers + x402 payment of the price difference',
+          params: passportPathParams,
+          body: upgradeBodySchema,
+          response: { 200: upgradeResultSchema, ...errorResponses(202, 400, 401, 402, 403, 404, 500, 502, 503) },
+        },
+        preHandler: async function (request, reply) {
+          const ids = parsePassportIds(request.params.tokenId, request.params.serial);
+          await authenticate(request, request.body.did);
+          const auth = request.auth!;
+          const passport = await findPassport(sql, ids.tokenId, ids.serial);
+          if (!passport || passport.revoked_at) throw notFound(ids.tokenId, ids.serial);
+          if (passport.account_id !== auth.accountId) {
+            throw new ApiError('passport_not_owned', `Passport ${ids.tokenId}/${ids.serial} is not owned by ${auth.did}`, { hint: `Sign with the account that owns ${ids.tokenId}/${ids.serial}` });
+          }
+          const requested = request.body.tier;
+          if (!isTier(requested)) throw new ApiError('passport_tier_invalid', `Unknown tier ${JSON.stringify(requested)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
+          const oldTier = passport.tier as Tier;
+          const paymentTxId = paymentTransactionIdOf(request);
+          if (paymentTxId) {
+            const earlier = await findUpgrade(sql, paymentTxId);
+            if (earlier) {
+              if (earlier.account_id !== auth.accountId || earlier.token_id !== ids.tokenId || Number(earlier.serial) !== ids.serial || earlier.new_tier !== requested) throw replayedPayment();
+              upgradePlans.set(request, { passport, oldTier: earlier.old_tier as Tier, newTier: requested, price: 0n, attach: earlier });
+              return;
+            }
+          }
+          const price = upgradePriceTinybars(oldTier, requested);
+          if (price === null) {
+            throw new ApiError('passport_upgrade_not_eligible', `Cannot move a ${oldTier} passport to ${requested}`, { hint: `Choose a tier above ${oldTier}` });
+          }
+          upgradePlans.set(request, { passport, oldTier, newTier: requested, price });
+          await payUpgrade.call(app, request, reply);
+        },
+      },
+      async (request, reply) => {
+        const plan = upgradePlans.get(request)!;
+        const auth = request.auth!;
+        const { passport } = plan;
+        const serial = Number(passport.serial);
+        if (plan.attach) {
+          const row = plan.attach;
+          const payment = await findPaymentByTransactionId(sql, row.payment_transaction_id);
+          if (!payment) throw replayedPayment();
+          const ref = { transactionId: payment.transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
+          if (row.status === 'upgraded') {
+            return upgradeResponse(request, { tokenId: row.token_id, serialNumber: serial, did: passport.did, oldTier: row.old_tier, newTier: row.new_tier, capabilities: passport.capabilities, accountId: row.account_id, price: ref.amountTinybars });
+          }
+          if (row.status === 'pending') return runUpgrade(request, reply, row, passport, ref);
+          throw replayedPayment();
+        }
+        const payment = settledRef(request);
+        const claim = await claimUpgrade(sql, {
+          paymentTransactionId: payment.transactionId,
+          workflowId: passportUpgradeWorkflowId(passport.token_id, serial, plan.newTier),
+          tokenId: passport.token_id,
+          serial,
+          accountId: auth.accountId,
+          oldTier: plan.oldTier,
+          newTier: plan.newTier,
+        });
+        if (!claim.claimed) {
+          const refusal =
+            claim.reason === 'passport_not_found'
+              ? notFound(passport.token_id, serial)
+              : new ApiError('passport_upgrade_not_eligible', claim.reason === 'request_pending' ? 'Another upgrade of this passport is in progress' : 'The passport changed tier meanwhile', {
+                  hint: `Read GET /passport/${passport.token_id}/${serial} and choose a tier above its current one`,
+                });
+          return refuseAfterSettlement(payment.transactionId, refusal);
+        }
+        return runUpgrade(request, reply, claim.row, passport, payment);
+      },
+    );
+  }
+};
+
+export default passportRoutes;

@@ -1,0 +1,129 @@
+/** zod schemas of the passport, DID, audit, admin and x402-discovery routes (SPEC sections 2 and 4.1). */
+import { z } from 'zod';
+import { linkMapSchema, paginationQuery } from './common.js';
+
+export const passportRequestBodySchema = z
+  .object({
+    did: z.string().min(1).optional().describe('The requesting DID; when given it must equal the signing DID (X-Service-DID)'),
+    tier: z.string().min(1).describe('bronze, silver, gold or platinum (GET /catalog)'),
+    capabilities: z.array(z.string()).max(16).optional().describe("A subset of the tier's capabilities; default: all of them"),
+    endpoint: z.url().max(512).optional().describe("The agent's service endpoint, published in its DID document"),
+  })
+  .strict()
+  .meta({ id: 'PassportRequest' });
+
+export const passportIssuanceResultSchema = z
+  .object({
+    tokenId: z.string(),
+    serialNumber: z.number().int(),
+    did: z.string(),
+    tier: z.string(),
+    capabilities: z.array(z.string()).optional(),
+    hashScanLink: z.string(),
+    _links: linkMapSchema.optional(),
+  })
+  .meta({ id: 'PassportIssuanceResult' });
+
+export const passportSchema = z
+  .object({
+    active: z.boolean(),
+    tokenId: z.string(),
+    serialNumber: z.number().int(),
+    tier: z.string().nullable(),
+    capabilities: z.array(z.string()),
+    did: z.string(),
+    owner: z.string(),
+    issuedAt: z.number().describe('Unix time in milliseconds'),
+    endpoint: z.string().optional(),
+    revokedAt: z.number().optional().describe('Unix time in milliseconds; only on revoked passports in lists'),
+    hashScanLink: z.string().optional(),
+    _links: linkMapSchema.optional(),
+  })
+  .meta({ id: 'Passport' });
+
+export const passportPathParams = z.object({ tokenId: z.string(), serial: z.string() });
+
+export const addressPassportsSchema = z
+  .object({ address: z.string(), passports: z.array(passportSchema), count: z.number().int() })
+  .meta({ id: 'AddressPassports' });
+
+export const passportsQuerySchema = z
+  .object({
+    tokenId: z.string().optional().describe('Passport collection token id, e.g. 0.0.1234'),
+    env: z.string().optional().describe('Ledger network name: local, testnet, mainnet or previewnet'),
+    ...paginationQuery,
+  })
+  .strict();
+
+export const passportListSchema = z
+  .object({
+    passports: z.array(passportSchema),
+    count: z.number().int(),
+    total: z.number().int(),
+    limit: z.number().int(),
+    offset: z.number().int(),
+  })
+  .meta({ id: 'PassportList' });
+
+export const upgradeBodySchema = z
+  .object({
+    did: z.string().min(1).optional().describe('The requesting DID; when given it must equal the signing DID'),
+    tier: z.string().min(1).describe('The new tier, strictly above the current one'),
+  })
+  .strict()
+  .meta({ id: 'PassportUpgradeRequest' });
+
+export const upgradeResultSchema = z
+  .object({
+    upgraded: z.literal(true),
+    tokenId: z.string(),
+    serialNumber: z.number().int(),
+    did: z.string(),
+    oldTier: z.string(),
+    newTier: z.string(),
+    tier: z.string(),
+    capabilities: z.array(z.string()),
+    pricePaidTinybars: z.string(),
+    hashScanLink: z.string(),
+    _links: linkMapSchema.optional(),
+  })
+  .meta({ id: 'PassportUpgradeResult' });
+
+export const auditEventSchema = z
+  .object({
+    type: z.string(),
+    did: z.string().optional(),
+    tokenId: z.string().optional(),
+    serial: z.number().optional(),
+    timestamp: z.number().optional(),
+    tier: z.string().optional(),
+    oldTier: z.string().optional(),
+    newTier: z.string().optional(),
+    reason: z.string().optional(),
+    sequenceNumber: z.number().int().optional(),
+    consensusTimestamp: z.string().optional(),
+  })
+  .meta({ id: 'AuditEvent' });
+
+export const auditResponseSchema = z.object({ events: z.array(auditEventSchema) }).meta({ id: 'AuditEvents' });
+
+export const revokeBodySchema = z
+  .object({
+    tokenId: z.string().min(1),
+    serial: z.union([z.number().int(), z.string().regex(/^\d+$/)]),
+    reason: z.string().max(500).optional(),
+  })
+  .strict()
+  .meta({ id: 'RevokeRequest' });
+
+export const revokeResultSchema = z
+  .object({
+    revoked: z.literal(true),
+    tokenId: z.string(),
+    serialNumber: z.number().int(),
+    did: z.string(),
+    reason: z.string().nullable(),
+    revokedAt: z.number(),
+    _links: linkMapSchema.optional(),
+  })
+  .meta({ id: 'RevokeResult' });

@@ -1,0 +1,298 @@
+/**
+ * Queries of passports, passport_issuances and passport_upgrades (db/migrations/0004_passports.ts).
+ * Claims take a transaction-scoped advisory lock on the account (issuance) or the passport
+ * (upgrade), so the "one active passport / one pending request" checks and the insert are atomic.
+ */
+import type { Sql } from 'postgres';
+
+export interface PassportRow {
+  id: bigint;
+  network: string;
+  token_id: string;
+  serial: bigint;
+  account_id: string;
+  did: string;
+  tier: string;
+  capabilities: string[];
+  endpoint: string | null;
+  issued_at: Date;
+  revoked_at: Date | null;
+  revoke_reason: string | null;
+  payment_transaction_id: string;
+  mint_transaction_id: string | null;
+  deliver_transaction_id: string | null;
+  workflow_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type IssuanceStatus = 'pending' | 'issued' | 'refused' | 'refunded';
+
+export interface IssuanceRow {
+  payment_transaction_id: string;
+  workflow_id: string;
+  network: string;
+  account_id: string;
+  did: string;
+  tier: string;
+  capabilities: string[];
+  endpoint: string | null;
+  status: IssuanceStatus;
+  token_id: string | null;
+  serial: bigint | null;
+  refund_transaction_id: string | null;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type UpgradeStatus = 'pending' | 'upgraded' | 'refused' | 'refunded';
+
+export interface UpgradeRow {
+  payment_transaction_id: string;
+  workflow_id: string;
+  token_id: string;
+  serial: bigint;
+  account_id: string;
+  old_tier: string;
+  new_tier: string;
+  status: UpgradeStatus;
+  refund_transaction_id: string | null;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+// ------------------------------------------------------------------ passports
+
+export async function findPassport(sql: Sql, tokenId: string, serial: number | bigint): Promise<PassportRow | null> {
+  const rows = await sql<PassportRow[]>`select * from passports where token_id = ${tokenId} and serial = ${serial.toString()}`;
+  return rows[0] ?? null;
+}
+
+export async function findActivePassportByAccount(sql: Sql, network: string, accountId: string): Promise<PassportRow | null> {
+  const rows = await sql<PassportRow[]>`
+    select * from passports where network = ${network} and account_id = ${accountId} and revoked_at is null`;
+  return rows[0] ?? null;
+}
+
+export async function listPassportsByAccount(sql: Sql, accountId: string, limit = 100): Promise<PassportRow[]> {
+  return sql<PassportRow[]>`
+    select * from passports where account_id = ${accountId}
+     order by (revoked_at is null) desc, issued_at desc limit ${limit}`;
+}
+
+export async function listPassports(
+  sql: Sql,
+  filter: { network?: string; tokenId?: string; limit: number; offset: number },
+): Promise<{ rows: PassportRow[]; total: number }> {
+  const network = filter.network ?? null;
+  const tokenId = filter.tokenId ?? null;
+  const rows = await sql<PassportRow[]>`
+    select * from passports
+     where (${network}::text is null or network = ${network}) and (${tokenId}::text is null or token_id = ${tokenId})
+     order by token_id, serial
+     limit ${filter.limit} offset ${filter.offset}`;
+  const [{ count }] = await sql<{ count: bigint }[]>`
+    select count(*)::bigint as count from passports
+     where (${network}::text is null or network = ${network}) and (${tokenId}::text is null or token_id = ${tokenId})`;
+  return { rows, total: Number(count) };
+}
+
+export interface NewPassport {
+  network: string;
+  tokenId: string;
+  serial: number;
+  accountId: string;
+  did: string;
+  tier: string;
+  capabilities: string[];
+  endpoint?: string | null;
+  issuedAtMs: number;
+  paymentTransactionId: string;
+  mintTransactionId?: string;
+  deliverTransactionId?: string;
+  workflowId?: string;
+}
+
+/**
+ * Writes the projection row of an issued passport and marks its issuance issued, in one
+ * transaction. Idempotent: a retried call finds the row and changes nothing.
+ */
+export async function recordIssuedPassport(sql: Sql, p: NewPassport): Promise<PassportRow> {
+  return sql.begin(async (tx) => {
+    const inserted = await tx<PassportRow[]>`
+      insert into passports (network, token_id, serial, account_id, did, tier, capabilities, endpoint, issued_at,
+                             payment_transaction_id, mint_transaction_id, deliver_transaction_id, workflow_id)
+      values (${p.network}, ${p.tokenId}, ${p.serial}, ${p.accountId}, ${p.did}, ${p.tier}, ${tx.json(p.capabilities)},
+              ${p.endpoint ?? null}, ${new Date(p.issuedAtMs)}, ${p.paymentTransactionId}, ${p.mintTransactionId ?? null},
+              ${p.deliverTransactionId ?? null}, ${p.workflowId ?? null})
+      on conflict (token_id, serial) do nothing
+      returning *`;
+    await tx`
+      update passport_issuances set status = 'issued', token_id = ${p.tokenId}, serial = ${p.serial}, updated_at = now()
+       where payment_transaction_id = ${p.paymentTransactionId} and status = 'pending'`;
+    if (inserted[0]) return inserted[0];
+    const rows = await tx<PassportRow[]>`select * from passports where token_id = ${p.tokenId} and serial = ${p.serial}`;
+    return rows[0]!;
+  }) as Promise<PassportRow>;
+}
+
+/** Marks a passport revoked; false when it was already revoked or does not exist. */
+export async function markPassportRevoked(sql: Sql, tokenId: string, serial: number, reason: string | null, revokedAtMs: number): Promise<boolean> {
+  const rows = await sql`
+    update passports set revoked_at = ${new Date(revokedAtMs)}, revoke_reason = ${reason}, updated_at = now()
+     where token_id = ${tokenId} and serial = ${serial} and revoked_at is null
+    returning id`;
+  return rows.length === 1;
+}
+
+// ------------------------------------------------------------------ issuances
+
+export async function findIssuance(sql: Sql, paymentTransactionId: string): Promise<IssuanceRow | null> {
+  const rows = await sql<IssuanceRow[]>`select * from passport_issuances where payment_transaction_id = ${paymentTransactionId}`;
+  return rows[0] ?? null;
+}
+
+export async function findPendingIssuance(sql: Sql, network: string, accountId: string): Promise<IssuanceRow | null> {
+  const rows = await sql<IssuanceRow[]>`
+    select * from passport_issuances where network = ${network} and account_id = ${accountId} and status = 'pending'`;
+  return rows[0] ?? null;
+}
+
+export interface IssuanceClaim {
+  paymentTransactionId: string;
+  workflowId: string;
+  network: string;
+  accountId: string;
+  did: string;
+  tier: string;
+  capabilities: string[];
+  endpoint?: string | null;
+}
+
+export type ClaimOutcome =
+  | { claimed: true; row: IssuanceRow }
+  | { claimed: false; reason: 'passport_already_exists' | 'request_pending'; row: IssuanceRow };
+
+/**
+ * Claims the account for an issuance paid by this payment. Refused (and recorded as 'refused', so
+ * the payment can be refunded) when the account has an active passport or another pending
+ * issuance. Idempotent per payment: a second call returns the first outcome.
+ */
+export async function claimIssuance(sql: Sql, c: IssuanceClaim): Promise<ClaimOutcome> {
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext(${`passport-account:${c.network}:${c.accountId}`}))`;
+    const existing = await tx<IssuanceRow[]>`select * from passport_issuances where payment_transaction_id = ${c.paymentTransactionId}`;
+    if (existing[0]) {
+      const row = existing[0];
+      if (row.status === 'pending' || row.status === 'issued') return { claimed: true, row };
+      return { claimed: false, reason: 'passport_already_exists', row };
+    }
+    const active = await tx`select 1 from passports where network = ${c.network} and account_id = ${c.accountId} and revoked_at is null`;
+    const pending = await tx`select 1 from passport_issuances where network = ${c.network} and account_id = ${c.accountId} and status = 'pending'`;
+    const refused = active.length > 0 || pending.length > 0;
+    const rows = await tx<IssuanceRow[]>`
+      insert into passport_issuances (payment_transaction_id, workflow_id, network, account_id, did, tier, capabilities, endpoint, status, error)
+      values (${c.paymentTransactionId}, ${c.workflowId}, ${c.network}, ${c.accountId}, ${c.did}, ${c.tier}, ${tx.json(c.capabilities)},
+              ${c.endpoint ?? null}, ${refused ? 'refused' : 'pending'},
+              ${active.length > 0 ? 'passport_already_exists' : pending.length > 0 ? 'request_pending' : null})
+      returning *`;
+    if (!refused) return { claimed: true, row: rows[0]! };
+    return { claimed: false, reason: active.length > 0 ? 'passport_already_exists' : 'request_pending', row: rows[0]! };
+  }) as Promise<ClaimOutcome>;
+}
+
+// ------------------------------------------------------------------ upgrades
+
+export async function findUpgrade(sql: Sql, paymentTransactionId: string): Promise<UpgradeRow | null> {
+  const rows = await sql<UpgradeRow[]>`select * from passport_upgrades where payment_transaction_id = ${paymentTransactionId}`;
+  return rows[0] ?? null;
+}
+
+export interface UpgradeClaim {
+  paymentTransactionId: string;
+  workflowId: string;
+  tokenId: string;
+  serial: number;
+  accountId: string;
+  oldTier: string;
+  newTier: string;
+}
+
+export type UpgradeClaimOutcome =
+  | { claimed: true; row: UpgradeRow }
+  | { claimed: false; reason: 'passport_not_found' | 'passport_upgrade_not_eligible' | 'request_pending'; row: UpgradeRow };
+
+/** Claims the passport for an upgrade paid by this payment (its tier must still be oldTier). */
+export async function claimUpgrade(sql: Sql, c: UpgradeClaim): Promise<UpgradeClaimOutcome> {
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext(${`passport-nft:${c.tokenId}:${c.serial}`}))`;
+    const existing = await tx<UpgradeRow[]>`select * from passport_upgrades where payment_transaction_id = ${c.paymentTransactionId}`;
+    if (existing[0]) {
+      const row = existing[0];
+      if (row.status === 'pending' || row.status === 'upgraded') return { claimed: true, row };
+      return { claimed: false, reason: 'passport_upgrade_not_eligible', row };
+    }
+    const [p] = await tx<PassportRow[]>`select * from passports where token_id = ${c.tokenId} and serial = ${c.serial} for update`;
+    const pending = await tx`select 1 from passport_upgrades where token_id = ${c.tokenId} and serial = ${c.serial} and status = 'pending'`;
+    const reason = !p || p.revoked_at
+      ? 'passport_not_found'
+      : p.tier !== c.oldTier || p.account_id !== c.accountId
+        ? 'passport_upgrade_not_eligible'
+        : pending.length > 0
+          ? 'request_pending'
+          : null;
+    const rows = await tx<UpgradeRow[]>`
+      insert into passport_upgrades (payment_transaction_id, workflow_id, token_id, serial, account_id, old_tier, new_tier, status, error)
+      values (${c.paymentTransactionId}, ${c.workflowId}, ${c.tokenId}, ${c.serial}, ${c.accountId}, ${c.oldTier}, ${c.newTier},
+              ${reason ? 'refused' : 'pending'}, ${reason})
+      returning *`;
+    if (!reason) return { claimed: true, row: rows[0]! };
+    return { claimed: false, reason, row: rows[0]! };
+  }) as Promise<UpgradeClaimOutcome>;
+}
+
+/** Applies a finished upgrade to the projection and marks the upgrade row; idempotent. */
+export async function recordUpgradedPassport(
+  sql: Sql,
+  u: { paymentTransactionId: string; tokenId: string; serial: number; newTier: string; capabilities: string[] },
+): Promise<void> {
+  await sql.begin(async (tx) => {
+    const done = await tx`
+      update passport_upgrades set status = 'upgraded', updated_at = now()
+       where payment_transaction_id = ${u.paymentTransactionId} and status = 'pending' returning 1`;
+    if (done.length === 1) {
+      await tx`
+        update passports set tier = ${u.newTier}, capabilities = ${tx.json(u.capabilities)}, updated_at = now()
+         where token_id = ${u.tokenId} and serial = ${u.serial}`;
+    }
+  });
+}
+
+// ------------------------------------------------------------------ refunds
+
+/** Records the refund of a payment on whichever request row it paid for. */
+export async function markRequestRefunded(sql: Sql, paymentTransactionId: string, refundTransactionId: string, error?: string): Promise<void> {
+  await sql`
+    update passport_issuances set status = 'refunded', refund_transaction_id = ${refundTransactionId},
+           error = coalesce(${error ?? null}, error), updated_at = now()
+     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused')`;
+  await sql`
+    update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
+           error = coalesce(${error ?? null}, error), updated_at = now()
+     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused')`;
+}
+
+// ------------------------------------------------------------------ auth (read-only)
+
+/**
+ * Whether a sign-in challenge is still usable (issued for this DID, unused, unexpired) WITHOUT
+ * consuming it: the unpaid first call of an x402 route answers 402 and leaves the challenge for
+ * the paid retry, which consumes it through the signed-request guard.
+ */
+export async function isChallengeUsable(sql: Sql, challenge: string, did: string): Promise<boolean> {
+  const rows = await sql`
+    select 1 from auth_challenges where challenge = ${challenge} and did = ${did} and used_at is null and expires_at > now()`;
+  return rows.length === 1;
+}

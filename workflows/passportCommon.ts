@@ -1,0 +1,42 @@
+/** Activity proxies and failure helpers shared by the passport workflows (deterministic code only). */
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import type { PassportLedgerActivities } from '../activities/ledger/passports.js';
+import type { PassportDbActivities } from '../activities/db/passports.js';
+import type { PassportWorkflowTimings } from './passportIds.js';
+
+/** Failure types that no retry can fix (see activities/ledger/passports.ts and activities/db/passports.ts). */
+const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch'];
+
+export function passportActivities(timings: PassportWorkflowTimings = {}) {
+  const retryBase = {
+    initialInterval: timings.retryInitialMs ?? 1_000,
+    maximumInterval: timings.retryMaximumMs ?? 30_000,
+    backoffCoefficient: 2,
+    nonRetryableErrorTypes: FINAL_TYPES,
+  };
+  const startToCloseTimeout = timings.activityTimeoutMs ?? 120_000;
+  return {
+    /** Ledger writes with a saga behind them: bounded attempts, then they count as failed for good. */
+    steps: proxyActivities<PassportLedgerActivities>({
+      startToCloseTimeout,
+      retry: { ...retryBase, maximumAttempts: timings.ledgerMaxAttempts ?? 20 },
+    }),
+    /** Writes that must eventually happen (audit, projection, refunds): retried until they do. */
+    durable: proxyActivities<PassportLedgerActivities & PassportDbActivities>({
+      startToCloseTimeout,
+      retry: { ...retryBase, maximumAttempts: 0 },
+    }),
+  };
+}
+
+/** A short reason for a failed activity: the ledger status when there is one. */
+export function failureReason(err: unknown): string {
+  let e: unknown = err;
+  while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  if (e instanceof ApplicationFailure) return e.type ? `${e.type}: ${e.message}` : e.message;
+  return e instanceof Error ? e.message : String(err);
+}
+
+export function isActivityFailure(err: unknown): err is ActivityFailure {
+  return err instanceof ActivityFailure;
+}

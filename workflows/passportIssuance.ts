@@ -1,0 +1,100 @@
+/**
+ * passportIssuance (id passport:{network}:{accountId}). The API settled the x402 payment and
+ * claimed the account before starting it, so the input names the settled payment (ids only).
+ *
+ *   confirmSettlement -> mintPassport (to the treasury, idempotent per payment)
+ *   -> deliverPassport (treasury -> owner) -> publishAudit (passport.issued) -> recordPassport
+ *
+ * Saga: when the mint or the delivery fails for good (a final ledger status, or the bounded retries
+ * are used up) the payment is refunded (refundPayment) and the result says so; the API answers 502
+ * execution_failed with the refund transaction.
+ */
+import { workflowInfo } from '@temporalio/workflow';
+import type { Capability } from '../domain/capabilities.js';
+import type { Tier } from '../domain/tiers.js';
+import { failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
+import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
+
+export interface PassportIssuanceInput {
+  network: string;
+  accountId: string;
+  did: string;
+  tier: Tier;
+  capabilities: Capability[];
+  endpoint?: string;
+  payment: SettledPaymentRef;
+  timings?: PassportWorkflowTimings;
+}
+
+export type PassportIssuanceResult =
+  | {
+      status: 'issued';
+      tokenId: string;
+      serialNumber: number;
+      did: string;
+      accountId: string;
+      tier: Tier;
+      capabilities: Capability[];
+      issuedAt: number;
+      mintTransactionId: string;
+      deliverTransactionId: string;
+      auditTransactionId: string;
+    }
+  | { status: 'refunded'; failedStep: 'mint' | 'deliver'; reason: string; refundTransactionId: string };
+
+export async function passportIssuance(input: PassportIssuanceInput): Promise<PassportIssuanceResult> {
+  const { steps, durable } = passportActivities(input.timings);
+  const payment = input.payment;
+  await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
+
+  // idempotency keys are per payment: a later issuance for the same wallet (after a revocation)
+  // runs under the same workflow id but pays with another payment
+  const keyBase = `${workflowInfo().workflowId}/${payment.transactionId}`;
+  let step: 'mint' | 'deliver' = 'mint';
+  let minted: { tokenId: string; serial: number; transactionId: string };
+  let delivered: { transactionId: string };
+  try {
+    minted = await steps.mintPassport({ idempotencyKey: `${keyBase}/mint`, tier: input.tier, capabilities: input.capabilities });
+    step = 'deliver';
+    delivered = await steps.deliverPassport({ idempotencyKey: `${keyBase}/deliver`, serial: minted.serial, to: input.accountId });
+  } catch (err) {
+    if (!isActivityFailure(err)) throw err;
+    const reason = `${step} failed: ${failureReason(err)}`;
+    const refund = await durable.refundPayment({ paymentTransactionId: payment.transactionId, reason });
+    return { status: 'refunded', failedStep: step, reason, refundTransactionId: refund.refundTransactionId };
+  }
+
+  const issuedAt = Date.now(); // workflow time: deterministic on replay
+  const audit = await durable.publishAudit({
+    idempotencyKey: `${keyBase}/audit`,
+    event: { v: 1, type: 'passport.issued', did: input.did, tokenId: minted.tokenId, serial: minted.serial, tier: input.tier, timestamp: issuedAt },
+  });
+  const recorded = await durable.recordPassport({
+    network: input.network,
+    tokenId: minted.tokenId,
+    serial: minted.serial,
+    accountId: input.accountId,
+    did: input.did,
+    tier: input.tier,
+    capabilities: input.capabilities,
+    endpoint: input.endpoint ?? null,
+    issuedAtMs: issuedAt,
+    paymentTransactionId: payment.transactionId,
+    mintTransactionId: minted.transactionId,
+    deliverTransactionId: delivered.transactionId,
+    workflowId: workflowInfo().workflowId,
+  });
+  return {
+    status: 'issued',
+    tokenId: minted.tokenId,
+    serialNumber: minted.serial,
+    did: input.did,
+    accountId: input.accountId,
+    tier: input.tier,
+    capabilities: input.capabilities,
+    issuedAt: recorded.issuedAt,
+    mintTransactionId: minted.transactionId,
+    deliverTransactionId: delivered.transactionId,
+    auditTransactionId: audit.transactionId,
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * passportRevoke (id passport-revoke:{tokenId}:{serial}), started by POST /admin/revoke:
+ *
+ *   wipePassport (from the owner) -> publishAudit (passport.revoked, reason) -> markRevoked
+ *
+ * A wipe that fails for good fails the workflow (nothing was charged); the API answers 502.
+ * Idempotency keys carry the run id, so an admin retry after a failed run tries a new wipe.
+ */
+import { workflowInfo } from '@temporalio/workflow';
+import { passportActivities } from './passportCommon.js';
+import type { PassportWorkflowTimings } from './passportIds.js';
+
+export interface PassportRevokeInput {
+  tokenId: string;
+  serial: number;
+  accountId: string;
+  did: string;
+  reason?: string;
+  timings?: PassportWorkflowTimings;
+}
+
+export interface PassportRevokeResult {
+  status: 'revoked';
+  tokenId: string;
+  serialNumber: number;
+  did: string;
+  reason: string | null;
+  revokedAt: number;
+  wipeTransactionId: string | null;
+  wipedFrom: string;
+  auditTransactionId: string;
+}
+
+export async function passportRevoke(input: PassportRevokeInput): Promise<PassportRevokeResult> {
+  const { steps, durable } = passportActivities(input.timings);
+  const info = workflowInfo();
+  const keyBase = `${info.workflowId}/${info.runId}`;
+  const wiped = await steps.wipePassport({ idempotencyKey: `${keyBase}/wipe`, serial: input.serial, accountId: input.accountId });
+  const revokedAt = Date.now();
+  const reason = input.reason ?? null;
+  const audit = await durable.publishAudit({
+    idempotencyKey: `${keyBase}/audit`,
+    event: {
+      v: 1,
+      type: 'passport.revoked',
+      did: input.did,
+      tokenId: input.tokenId,
+      serial: input.serial,
+      timestamp: revokedAt,
+      ...(reason ? { reason } : {}),
+    },
+  });
+  await durable.markRevoked({ tokenId: input.tokenId, serial: input.serial, reason, revokedAtMs: revokedAt });
+  return {
+    status: 'revoked',
+    tokenId: input.tokenId,
+    serialNumber: input.serial,
+    did: input.did,
+    reason,
+    revokedAt,
+    wipeTransactionId: wiped.transactionId,
+    wipedFrom: wiped.wipedFrom,
+    auditTransactionId: audit.transactionId,
+  };
+}
