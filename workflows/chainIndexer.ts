@@ -44,7 +44,7 @@ export async function chainIndexer(input: ChainIndexerInput): Promise<ChainIndex
       initialInterval: input.retryInitialIntervalMs ?? 1_000,
       maximumInterval: input.retryMaximumIntervalMs ?? 30_000,
       backoffCoefficient: 2,
-      maximumAttempts: 0, // unlimited: an outage just retries until the RPC or database is back
+      // no maximumAttempts: unlimited, an outage just retries until the RPC or database is back
     },
   });
 
