@@ -24,7 +24,7 @@ export function passportActivities(timings: PassportWorkflowTimings = {}) {
     /** Writes that must eventually happen (audit, projection, refunds): retried until they do. */
     durable: proxyActivities<PassportLedgerActivities & PassportDbActivities>({
       startToCloseTimeout,
-      retry: { ...retryBase, maximumAttempts: 0 },
+      retry: retryBase, // no maximumAttempts: unlimited (the SDK refuses 0)
     }),
   };
 }

@@ -54,6 +54,7 @@ const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
         accountId: passport.account_id,
         did: passport.did,
         ...(request.body.reason ? { reason: request.body.reason } : {}),
+        ...(state.timings ? { timings: state.timings } : {}),
       };
       let handle;
       try {

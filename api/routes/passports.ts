@@ -63,6 +63,7 @@ import {
   passportIssuanceWorkflowId,
   passportRefundWorkflowId,
   passportUpgradeWorkflowId,
+  type PassportWorkflowTimings,
   type SettledPaymentRef,
 } from '../../workflows/passportIds.js';
 import type { PassportIssuanceInput, PassportIssuanceResult } from '../../workflows/passportIssuance.js';
@@ -79,23 +80,33 @@ export interface DidCacheEntry {
   until: number;
 }
 
-/** Per-app state shared by the passport, DID and admin route groups (keyed by the AppContext). */
+/**
+ * State shared by the passport, DID and admin route groups. Keyed by the ledger context (the one
+ * object every route group of an app receives), so a test holding that context can shorten waits.
+ */
 export interface PassportState {
   /** DID documents served from memory (GET /did/{did}); invalidated on upgrade and revoke. */
   didCache: Map<string, DidCacheEntry>;
   didCacheTtlMs: number;
+  /** bounded wait for a workflow before answering 202 */
   workflowWaitMs: number;
+  /** retry/timeout knobs handed to the workflows (defaults when unset) */
+  timings?: PassportWorkflowTimings;
 }
 
-const STATES = new WeakMap<AppContext, PassportState>();
+const STATES = new WeakMap<object, PassportState>();
 
-export function passportState(ctx: AppContext): PassportState {
-  let s = STATES.get(ctx);
+export function passportStateFor(ledger: LedgerContext): PassportState {
+  let s = STATES.get(ledger);
   if (!s) {
     s = { didCache: new Map(), didCacheTtlMs: 30_000, workflowWaitMs: WORKFLOW_WAIT_MS };
-    STATES.set(ctx, s);
+    STATES.set(ledger, s);
   }
   return s;
+}
+
+export function passportState(ctx: AppContext): PassportState {
+  return passportStateFor(ctx.ledger!);
 }
 
 export function publicBase(ctx: AppContext, request: FastifyRequest): string {
@@ -337,6 +348,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     const handle = await startOrAttach(ctx, 'passportRefund', passportRefundWorkflowId(paymentTransactionId), {
       paymentTransactionId,
       reason: refusal.code,
+      ...(state.timings ? { timings: state.timings } : {}),
     } satisfies PassportRefundInput);
     const r = await waitForResult<PassportRefundResult>(handle, state.workflowWaitMs);
     const refund = isPending(r)
@@ -358,6 +370,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
       capabilities: row.capabilities as Capability[],
       ...(row.endpoint ? { endpoint: row.endpoint } : {}),
       payment,
+      ...(state.timings ? { timings: state.timings } : {}),
     };
     const handle = await startOrAttach(ctx, 'passportIssuance', row.workflow_id, input);
     const r = await waitForResult<PassportIssuanceResult>(handle, state.workflowWaitMs);
@@ -596,6 +609,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         newTier,
         capabilities: [...tierEntry(newTier).capabilities],
         payment,
+        ...(state.timings ? { timings: state.timings } : {}),
       };
       const handle = await startOrAttach(ctx, 'passportUpgrade', row.workflow_id, input);
       const r = await waitForResult<PassportUpgradeResult>(handle, state.workflowWaitMs);

@@ -1,0 +1,155 @@
+/**
+ * The whole passport stack for an e2e test file: its own localnet (+ facilitator), a Temporal
+ * worker on its own task queue running the real workflows and activities, and the API listening on
+ * a real port so @x402/fetch clients pay in localnet HBAR over HTTP.
+ */
+import path from 'node:path';
+import fs from 'node:fs';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import type { Worker } from '@temporalio/worker';
+import { createSql, type Sql } from '../../db/client.js';
+import { createActivities } from '../../activities/index.js';
+import { IdempotentSubmitter } from '../../ledger/submit.js';
+import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
+import { passportStateFor, type PassportState } from '../../api/routes/passports.js';
+import { buildTestApp, testConfig } from '../support/app.js';
+import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
+import { connectTestTemporal, recordHistory, type TestTemporal } from '../support/temporal.js';
+import { signedHeaders, type TestAgent } from '../support/signing.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const workflowsPath = path.join(here, '..', '..', 'workflows', 'index.ts');
+export const historiesDir = path.join(here, '..', 'fixtures', 'histories');
+export const ADMIN_TOKEN = 'e2e-admin-token-not-a-secret';
+
+export type Activities = ReturnType<typeof createActivities>;
+
+export interface PassportStack {
+  stack: LedgerStack;
+  sql: Sql;
+  t: TestTemporal;
+  app: FastifyInstance;
+  baseUrl: string;
+  state: PassportState;
+  activities: Activities;
+  agents: TestAgent[];
+  /** Starts a worker on the stack's task queue; `override` replaces activities by name. */
+  startWorker(override?: Partial<Activities>): Promise<{ worker: Worker; running: Promise<void> }>;
+  stop(): Promise<void>;
+}
+
+export async function startPassportStack(prefix: string): Promise<PassportStack> {
+  const stack = await startLedgerStack(prefix);
+  const sql = createSql(inject('databaseUrl'), { max: 6 });
+  const t = await connectTestTemporal(prefix);
+  const config = testConfig(stack.env);
+  const { deployment, client, mirror } = stack.ledger;
+  const activities = createActivities({ config, sql, ledger: { deployment, client, mirror, submitter: new IdempotentSubmitter({ sql, client, mirror }) } });
+  const workers: { worker: Worker; running: Promise<void> }[] = [];
+  const startWorker = async (override: Partial<Activities> = {}) => {
+    const worker = await t.createWorker({ workflowsPath, activities: { ...activities, ...override } });
+    const running = worker.run();
+    const w = { worker, running };
+    workers.push(w);
+    return w;
+  };
+  const app = await buildTestApp(
+    { ...stack.env, TEMPORAL_TASK_QUEUE: t.taskQueue, RATE_LIMIT_MAX: '100000', ADMIN_TOKEN_SHA256: createHash('sha256').update(ADMIN_TOKEN).digest('hex') },
+    { sql, ledger: stack.ledger, temporal: async () => t.client },
+  );
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  const state = passportStateFor(stack.ledger);
+  // fast retries so a blocked or failing attempt is retried within a second
+  state.timings = { retryInitialMs: 200, retryMaximumMs: 2_000, ledgerMaxAttempts: 10, activityTimeoutMs: 60_000 };
+  return {
+    stack,
+    sql,
+    t,
+    app,
+    baseUrl: `http://127.0.0.1:${port}`,
+    state,
+    activities,
+    agents: stack.localnet.config.accounts,
+    startWorker,
+    async stop() {
+      await app.close();
+      for (const w of workers) {
+        if (w.worker.getState() === 'RUNNING') w.worker.shutdown();
+        await w.running.catch(() => undefined);
+      }
+      await t.close();
+      await sql.end();
+      await stack.stop();
+    },
+  };
+}
+
+export interface PaidResponse {
+  status: number;
+  body: Record<string, any>;
+  headers: Headers;
+  /** the PAYMENT-SIGNATURE the client sent, if it paid */
+  paymentSignature: string | null;
+}
+
+/** A signed, paid POST as an agent does it: 402 -> pay with @x402/fetch -> the answer. */
+export async function paidPost(ps: PassportStack, agent: TestAgent, urlPath: string, body: unknown, maxHbar = 600n): Promise<PaidResponse> {
+  const headers = await signedHeaders(ps.app, agent);
+  let paymentSignature: string | null = null;
+  const spy: typeof fetch = async (input, init) => {
+    const req = new Request(input as string | URL | Request, init);
+    const h = req.headers.get('payment-signature');
+    if (h) paymentSignature = h;
+    return fetch(req);
+  };
+  const payingFetch = createPayingFetch({
+    accountId: agent.accountId,
+    privateKey: agent.privateKey,
+    keyType: agent.keyType,
+    node: ps.stack.localnet.config.node,
+    maxAmountTinybars: maxHbar * 100_000_000n,
+    networks: ['local'],
+    fetch: spy,
+  });
+  const res = await payingFetch(`${ps.baseUrl}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers, paymentSignature };
+}
+
+/** A signed POST with a given PAYMENT-SIGNATURE (replays and retries). */
+export async function signedPost(ps: PassportStack, agent: TestAgent, urlPath: string, body: unknown, extra: Record<string, string> = {}) {
+  const headers = await signedHeaders(ps.app, agent);
+  const res = await fetch(`${ps.baseUrl}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers, ...extra }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers };
+}
+
+export async function getJson(ps: PassportStack, urlPath: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`${ps.baseUrl}${urlPath}`, { headers });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+/** Polls until the account's active passport shows up (after a 202). */
+export async function waitForPassport(ps: PassportStack, accountId: string, timeoutMs = 90_000): Promise<Record<string, any>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await getJson(ps, `/passport/address/${accountId}`);
+    const active = (r.body.passports as Record<string, any>[] | undefined)?.find((p) => p.active);
+    if (active) return active;
+    if (Date.now() > end) throw new Error(`no passport for ${accountId} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * Saves a finished workflow's history as a replay fixture when the fixture is missing (or when
+ * RECORD_HISTORIES=1), so the committed files only change on purpose.
+ */
+export async function recordFixture(ps: PassportStack, workflowId: string, name: string): Promise<void> {
+  const file = path.join(historiesDir, `${name}.history.bin`);
+  if (fs.existsSync(file) && process.env.RECORD_HISTORIES !== '1') return;
+  fs.mkdirSync(historiesDir, { recursive: true });
+  await recordHistory(ps.t.client, workflowId, file);
+}
