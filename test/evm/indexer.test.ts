@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { keccak256, toHex, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSql, type Sql } from '../../db/client.js';
@@ -35,7 +35,7 @@ let temporal: TestTemporal;
 let bundle: Awaited<ReturnType<typeof bundleWorkflowCode>>;
 let worker: Worker | undefined;
 let workerRun: Promise<void> | undefined;
-const handles: WorkflowHandle[] = [];
+const handles: WorkflowHandleWithFirstExecutionRunId[] = [];
 
 function activities() {
   return createIndexerActivities({
@@ -166,7 +166,7 @@ beforeAll(async () => {
             pollIntervalMs: 200,
             confirmations: 0,
             blockRange: 7,
-            iterationsPerRun: 10,
+            iterationsPerRun: 3,
             retryInitialIntervalMs: 200,
             retryMaximumIntervalMs: 1_000,
           },
@@ -304,7 +304,7 @@ describe('chainIndexer', () => {
     expect(keys.length).toBe(1 + 4 * 2 + 4 + 3 * 2 + 4 + 2 * 2 + 4 + 3 * 2 + 4);
   });
 
-  it('has continued as new (iterationsPerRun 10) and is still running', async () => {
+  it('has continued as new (iterationsPerRun 3) and is still running', async () => {
     for (const h of handles) {
       const d = await h.describe();
       expect(d.status.name).toBe('RUNNING');
