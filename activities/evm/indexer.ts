@@ -13,8 +13,11 @@
  * checkpoint, so there are no gaps and (unique (chain_id, tx_hash, log_index)) no duplicates.
  */
 import {
+  BaseError,
   decodeEventLog,
   HttpRequestError,
+  toEventSelector,
+  type AbiEvent,
   RpcRequestError,
   TimeoutError,
   type Abi,
@@ -103,18 +106,36 @@ export function toJsonSafe(value: unknown): unknown {
   return value;
 }
 
+const eventsByTopic = new WeakMap<Abi, Map<string, Abi>>();
+
+/** topic0 -> a one-event ABI, built once per ABI, so decodeEventLog does not hash every signature per log. */
+function eventIndex(abi: Abi): Map<string, Abi> {
+  let m = eventsByTopic.get(abi);
+  if (!m) {
+    m = new Map();
+    for (const item of abi) {
+      if (item.type === 'event' && !item.anonymous) m.set(toEventSelector(item as AbiEvent).toLowerCase(), [item]);
+    }
+    eventsByTopic.set(abi, m);
+  }
+  return m;
+}
+
 /** Decodes raw logs of one source into rows; logs the ABI does not know are counted and skipped. */
 export function decodeLogs(
   src: { chainId: number; source: ChainEventSource; abi: Abi },
   logs: readonly Log[],
 ): { rows: ChainEventRow[]; undecoded: number } {
   const rows: ChainEventRow[] = [];
+  const index = eventIndex(src.abi);
   let undecoded = 0;
   for (const log of logs) {
     if (log.removed || log.blockNumber === null || log.transactionHash === null || log.logIndex === null) continue;
+    const abi = log.topics[0] ? index.get(log.topics[0].toLowerCase()) : undefined;
     let decoded: { eventName: string; args: unknown };
     try {
-      decoded = decodeEventLog({ abi: src.abi, data: log.data, topics: log.topics as [Hex, ...Hex[]], strict: true }) as never;
+      if (!abi) throw new Error('unknown event');
+      decoded = decodeEventLog({ abi, data: log.data, topics: log.topics as [Hex, ...Hex[]], strict: true }) as never;
     } catch {
       undecoded++;
       continue;
@@ -137,6 +158,8 @@ export function decodeLogs(
 
 /** True for failures where asking for fewer blocks may help (the RPC answered, but refused). */
 export function isRangeRefusal(err: unknown): boolean {
+  // the answer was bigger than the client accepts (viem's 10 MiB limit): fewer blocks, smaller answer
+  if (err instanceof BaseError && err.walk((e) => (e as Error).name === 'ResponseBodyTooLargeError')) return true;
   if (err instanceof TimeoutError) return true;
   if (err instanceof RpcRequestError) return true; // a JSON-RPC error object: limit exceeded, too many results, ...
   if (err instanceof HttpRequestError) {
