@@ -11,6 +11,7 @@ import type { MirrorClient } from '../ledger/mirror.js';
 import type { IdempotentSubmitter } from '../ledger/submit.js';
 import { createPassportLedgerActivities } from './ledger/passports.js';
 import { createPassportDbActivities } from './db/passports.js';
+import { createEvmActivities } from './evm/index.js';
 
 export interface LedgerActivityDeps {
   deployment: LedgerDeployment;
@@ -29,6 +30,7 @@ export function createActivities(_deps: ActivityDeps) {
   return {
     // passports (issue 4): ledger + projection activities, only with a ledger deployment
     ...(_deps.ledger ? { ...createPassportLedgerActivities({ sql: _deps.sql, ledger: _deps.ledger }), ...createPassportDbActivities({ sql: _deps.sql }) } : {}),
+    ...createEvmActivities({ config: _deps.config, sql: _deps.sql }), // chain indexer, only with an EVM chain configured
   };
 }
 

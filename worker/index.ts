@@ -6,6 +6,7 @@ import { DeploymentError, loadLedgerDeployment } from '../ledger/deployment.js';
 import { ledgerClients } from '../ledger/context.js';
 import { IdempotentSubmitter } from '../ledger/submit.js';
 import { connectWorker, createWorker } from './createWorker.js';
+import { startChainIndexersOnce } from '../activities/evm/indexerControl.js';
 
 async function main() {
   const config = loadConfig();
@@ -25,6 +26,7 @@ async function main() {
   const stop = () => worker.shutdown();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  startChainIndexersOnce(config); // chainIndexer workflows per configured EVM contract (no-op without EVM config)
   console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`);
   await worker.run();
   await connection.close();

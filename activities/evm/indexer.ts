@@ -205,6 +205,9 @@ async function blockHashAt(client: EvmPublicClient, n: number): Promise<Hex | nu
   }
 }
 
+/** Events per call above which the range is not grown any further. */
+export const TARGET_EVENTS_PER_CALL = 5_000;
+
 export function createIndexerActivities(deps: IndexerDeps) {
   const maxRange = deps.maxBlockRange ?? 2000;
   const clientFor = (chainId: number): EvmPublicClient => {
@@ -297,6 +300,8 @@ export function createIndexerActivities(deps: IndexerDeps) {
       throw err;
     }
     const refused = got.range < to - from + 1;
+    // grow back after a refusal only while batches stay small, so dense ranges do not oscillate
+    // between a refused large range and an accepted small one
     return {
       checkpoint: got.toBlock,
       safeHead,
@@ -305,7 +310,7 @@ export function createIndexerActivities(deps: IndexerDeps) {
       events: rows.length,
       undecoded,
       caughtUp: got.toBlock >= safeHead,
-      nextRange: refused ? got.range : Math.min(maxRange, range * 2),
+      nextRange: refused ? got.range : rows.length > TARGET_EVENTS_PER_CALL / 2 ? range : Math.min(maxRange, range * 2),
     };
   }
 

@@ -21,6 +21,7 @@ import { createIndexerActivities, decodeLogs, type ChainEventSource } from '../.
 import { chainIndexer, chainIndexerWorkflowId } from '../../workflows/chainIndexer.js';
 import { getCheckpoint } from '../../db/queries/chainEvents.js';
 import { connectTestTemporal, type TestTemporal } from '../support/temporal.js';
+import { ensureChainIndexers } from '../../activities/evm/indexerControl.js';
 import { mined, startTestChain, type TestChain } from './helpers.js';
 
 const CHAIN_ID = 700_000 + Math.floor(Math.random() * 90_000);
@@ -310,5 +311,21 @@ describe('chainIndexer', () => {
       expect(d.status.name).toBe('RUNNING');
       expect(d.runId).not.toBe(h.firstExecutionRunId);
     }
+  });
+
+  it('ensureChainIndexers keeps the running indexers (same workflow ids, no second run)', async () => {
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      EVM_RPC_URL: chain.anvil.rpcUrl,
+      EVM_CHAIN_ID: String(CHAIN_ID),
+      PASSPORT_CONTRACT_ADDRESS: chain.addresses.passport,
+      ESCROW_CONTRACT_ADDRESS: chain.addresses.escrow,
+    });
+    const ids = await ensureChainIndexers(temporal.client, config, { taskQueue: temporal.taskQueue });
+    expect(ids).toEqual([chainIndexerWorkflowId(CHAIN_ID, 'passport'), chainIndexerWorkflowId(CHAIN_ID, 'escrow')]);
+    const after = await Promise.all(handles.map((h) => h.describe()));
+    expect(after.map((d) => d.status.name)).toEqual(['RUNNING', 'RUNNING']);
+    // still the chain of runs started in beforeAll (continue-as-new keeps firstRunId)
+    expect(after.map((d) => d.raw.workflowExecutionInfo?.firstRunId)).toEqual(handles.map((h) => h.firstExecutionRunId));
   });
 });
