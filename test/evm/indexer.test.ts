@@ -3,12 +3,13 @@
  * migrated database) and the Temporal dev server. Each scenario ends with the index compared, row
  * for row, against eth_getLogs of the whole chain: no gap and no duplicate.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import proto from '@temporalio/proto';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { keccak256, toHex, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -327,5 +328,25 @@ describe('chainIndexer', () => {
     expect(after.map((d) => d.status.name)).toEqual(['RUNNING', 'RUNNING']);
     // still the chain of runs started in beforeAll (continue-as-new keeps firstRunId)
     expect(after.map((d) => d.raw.workflowExecutionInfo?.firstRunId)).toEqual(handles.map((h) => h.firstExecutionRunId));
+  });
+
+  it('records a replayable history (first run of a short indexer, ending in continue-as-new)', async () => {
+    for (const h of handles) await h.terminate('replaced by a short run');
+    const short = await temporal.client.workflow.start(chainIndexer, {
+      taskQueue: temporal.taskQueue,
+      workflowId: chainIndexerWorkflowId(CHAIN_ID, 'passport'),
+      args: [{ chainId: CHAIN_ID, source: 'passport', pollIntervalMs: 50, confirmations: 0, blockRange: 7, iterationsPerRun: 3, maxIterations: 5 }],
+    });
+    handles.push(short);
+    expect(await short.result()).toEqual({ iterations: 5, events: 0 });
+    const history = await temporal.client.workflow.getHandle(short.workflowId, short.firstExecutionRunId).fetchHistory();
+    const events = history.events ?? [];
+    expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    await Worker.runReplayHistory({ workflowBundle: bundle }, history, 'chainIndexer');
+    const file = fileURLToPath(new URL('../fixtures/histories/chainIndexer.history.bin', import.meta.url));
+    if (!existsSync(file) || process.env.RECORD_HISTORIES === '1') {
+      mkdirSync(join(file, '..'), { recursive: true });
+      writeFileSync(file, proto.temporal.api.history.v1.History.encode(history).finish());
+    }
   });
 });
