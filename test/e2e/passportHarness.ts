@@ -9,9 +9,11 @@ import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import type { Worker } from '@temporalio/worker';
+import type { Worker, WorkerOptions } from '@temporalio/worker';
 import { createSql, type Sql } from '../../db/client.js';
 import { createActivities } from '../../activities/index.js';
+import type { PassportLedgerActivities } from '../../activities/ledger/passports.js';
+import type { PassportDbActivities } from '../../activities/db/passports.js';
 import { IdempotentSubmitter } from '../../ledger/submit.js';
 import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
 import { passportStateFor, type PassportState } from '../../api/routes/passports.js';
@@ -25,7 +27,8 @@ export const workflowsPath = path.join(here, '..', '..', 'workflows', 'index.ts'
 export const historiesDir = path.join(here, '..', 'fixtures', 'histories');
 export const ADMIN_TOKEN = 'e2e-admin-token-not-a-secret';
 
-export type Activities = ReturnType<typeof createActivities>;
+/** The passport activities (always present here: the harness has a ledger). */
+export type Activities = PassportLedgerActivities & PassportDbActivities;
 
 export interface PassportStack {
   stack: LedgerStack;
@@ -37,7 +40,7 @@ export interface PassportStack {
   activities: Activities;
   agents: TestAgent[];
   /** Starts a worker on the stack's task queue; `override` replaces activities by name. */
-  startWorker(override?: Partial<Activities>): Promise<{ worker: Worker; running: Promise<void> }>;
+  startWorker(override?: Partial<Activities>, options?: Partial<WorkerOptions>): Promise<{ worker: Worker; running: Promise<void> }>;
   stop(): Promise<void>;
 }
 
@@ -47,10 +50,10 @@ export async function startPassportStack(prefix: string): Promise<PassportStack>
   const t = await connectTestTemporal(prefix);
   const config = testConfig(stack.env);
   const { deployment, client, mirror } = stack.ledger;
-  const activities = createActivities({ config, sql, ledger: { deployment, client, mirror, submitter: new IdempotentSubmitter({ sql, client, mirror }) } });
+  const activities = createActivities({ config, sql, ledger: { deployment, client, mirror, submitter: new IdempotentSubmitter({ sql, client, mirror }) } }) as Activities;
   const workers: { worker: Worker; running: Promise<void> }[] = [];
-  const startWorker = async (override: Partial<Activities> = {}) => {
-    const worker = await t.createWorker({ workflowsPath, activities: { ...activities, ...override } });
+  const startWorker = async (override: Partial<Activities> = {}, options: Partial<WorkerOptions> = {}) => {
+    const worker = await t.createWorker({ ...options, workflowsPath, activities: { ...activities, ...override } });
     const running = worker.run();
     const w = { worker, running };
     workers.push(w);
