@@ -55,6 +55,8 @@ export const configSchema = z.object({
   ESCROW_CONTRACT_ADDRESS: z.string().regex(/^0x[0-9a-fA-F]{40}$/).optional(),
   INDEXER_CONFIRMATIONS: z.coerce.number().int().min(0).default(2),
   INDEXER_MAX_BLOCK_RANGE: z.coerce.number().int().positive().default(2_000),
+  INDEXER_START_BLOCK: z.coerce.number().int().min(0).default(0),
+  INDEXER_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(2_000),
 
   // Registry keys
   REGISTER_DAILY_CAP_PER_IP: z.coerce.number().int().positive().default(5),

@@ -14,8 +14,10 @@ export * from './indexer.js';
 export function indexerSourcesFromConfig(config: Config): IndexerSource[] {
   if (!config.EVM_CHAIN_ID) return [];
   const out: IndexerSource[] = [];
-  if (config.PASSPORT_CONTRACT_ADDRESS) out.push({ chainId: config.EVM_CHAIN_ID, source: 'passport', address: getAddress(config.PASSPORT_CONTRACT_ADDRESS.toLowerCase()) });
-  if (config.ESCROW_CONTRACT_ADDRESS) out.push({ chainId: config.EVM_CHAIN_ID, source: 'escrow', address: getAddress(config.ESCROW_CONTRACT_ADDRESS.toLowerCase()) });
+  // INDEXER_START_BLOCK: on a long chain (Hedera testnet) start at the contracts' deployment block.
+  const startBlock = config.INDEXER_START_BLOCK;
+  if (config.PASSPORT_CONTRACT_ADDRESS) out.push({ chainId: config.EVM_CHAIN_ID, source: 'passport', address: getAddress(config.PASSPORT_CONTRACT_ADDRESS.toLowerCase()), startBlock });
+  if (config.ESCROW_CONTRACT_ADDRESS) out.push({ chainId: config.EVM_CHAIN_ID, source: 'escrow', address: getAddress(config.ESCROW_CONTRACT_ADDRESS.toLowerCase()), startBlock });
   return out;
 }
 

@@ -25,7 +25,7 @@ export async function ensureChainIndexers(
       taskQueue: opts.taskQueue ?? config.TEMPORAL_TASK_QUEUE,
       workflowId,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      args: [{ chainId: s.chainId, source: s.source, pollIntervalMs: opts.pollIntervalMs ?? 2_000 }],
+      args: [{ chainId: s.chainId, source: s.source, pollIntervalMs: opts.pollIntervalMs ?? config.INDEXER_POLL_INTERVAL_MS }],
     });
     ids.push(workflowId);
   }
