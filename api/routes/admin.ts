@@ -14,7 +14,7 @@ import { revokeBodySchema, revokeResultSchema } from '../schemas/passports.js';
 import { findPassport } from '../../db/queries/passports.js';
 import { passportRevokeWorkflowId } from '../../workflows/passportIds.js';
 import type { PassportRevokeInput, PassportRevokeResult } from '../../workflows/passportRevoke.js';
-import { isPending, notFound, parsePassportIds, passportLinks, passportState, pendingReply, waitForResult } from './passports.js';
+import { isPending, notFound, scopedWorkflowId, parsePassportIds, passportLinks, passportState, pendingReply, waitForResult } from './passports.js';
 
 const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const sql = ctx.sql!;
@@ -47,7 +47,7 @@ const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
       } catch {
         throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
       }
-      const workflowId = passportRevokeWorkflowId(ids.tokenId, ids.serial);
+      const workflowId = scopedWorkflowId(state, passportRevokeWorkflowId(ids.tokenId, ids.serial));
       const input: PassportRevokeInput = {
         tokenId: ids.tokenId,
         serial: ids.serial,

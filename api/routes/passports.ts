@@ -92,6 +92,16 @@ export interface PassportState {
   workflowWaitMs: number;
   /** retry/timeout knobs handed to the workflows (defaults when unset) */
   timings?: PassportWorkflowTimings;
+  /**
+   * Prefix of every passport workflow id (default none). Tests that run several localnets against
+   * one Temporal namespace set a unique one, since their ledger ids coincide.
+   */
+  workflowIdScope?: string;
+}
+
+/** The workflow id as started: the business id, behind the optional test scope. */
+export function scopedWorkflowId(state: PassportState, id: string): string {
+  return `${state.workflowIdScope ?? ''}${id}`;
 }
 
 const STATES = new WeakMap<object, PassportState>();
@@ -345,7 +355,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
 
   /** Refunds a payment whose request was refused after settlement and answers with the refusal. */
   const refuseAfterSettlement = async (paymentTransactionId: string, refusal: ApiError): Promise<never> => {
-    const handle = await startOrAttach(ctx, 'passportRefund', passportRefundWorkflowId(paymentTransactionId), {
+    const handle = await startOrAttach(ctx, 'passportRefund', scopedWorkflowId(state, passportRefundWorkflowId(paymentTransactionId)), {
       paymentTransactionId,
       reason: refusal.code,
       ...(state.timings ? { timings: state.timings } : {}),
@@ -496,7 +506,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         const payment = plan.orphan ?? settledRef(request);
         const claim = await claimIssuance(sql, {
           paymentTransactionId: payment.transactionId,
-          workflowId: passportIssuanceWorkflowId(network, auth.accountId),
+          workflowId: scopedWorkflowId(state, passportIssuanceWorkflowId(network, auth.accountId)),
           network,
           accountId: auth.accountId,
           did: auth.did,
@@ -682,7 +692,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         const payment = settledRef(request);
         const claim = await claimUpgrade(sql, {
           paymentTransactionId: payment.transactionId,
-          workflowId: passportUpgradeWorkflowId(passport.token_id, serial, plan.newTier),
+          workflowId: scopedWorkflowId(state, passportUpgradeWorkflowId(passport.token_id, serial, plan.newTier)),
           tokenId: passport.token_id,
           serial,
           accountId: auth.accountId,

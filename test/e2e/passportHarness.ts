@@ -5,7 +5,9 @@
  */
 import path from 'node:path';
 import fs from 'node:fs';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { ensureDatabase, migrate } from '../../db/migrate.js';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -41,12 +43,39 @@ export interface PassportStack {
   agents: TestAgent[];
   /** Starts a worker on the stack's task queue; `override` replaces activities by name. */
   startWorker(override?: Partial<Activities>, options?: Partial<WorkerOptions>): Promise<{ worker: Worker; running: Promise<void> }>;
+  /** The workflow id this stack's API starts for a business id (behind the stack's scope). */
+  workflowId(id: string): string;
   stop(): Promise<void>;
+}
+
+/**
+ * Every localnet bootstraps the same entity ids, so two stacks share account, token and topic ids.
+ * Each stack therefore gets its own database (migrated copy beside the run's database) and its own
+ * workflow id scope in the shared Temporal namespace.
+ */
+async function ownDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const base = new URL(inject('databaseUrl'));
+  const name = `${base.pathname.slice(1)}_${prefix}_${randomBytes(3).toString('hex')}`.slice(0, 63);
+  const url = new URL(base.toString());
+  url.pathname = `/${name}`;
+  await ensureDatabase(url.toString());
+  await migrate(url.toString());
+  return {
+    url: url.toString(),
+    async drop() {
+      const admin = new URL(base.toString());
+      admin.pathname = '/postgres';
+      const sql = postgres(admin.toString(), { onnotice: () => {}, max: 1 });
+      await sql.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
+      await sql.end();
+    },
+  };
 }
 
 export async function startPassportStack(prefix: string): Promise<PassportStack> {
   const stack = await startLedgerStack(prefix);
-  const sql = createSql(inject('databaseUrl'), { max: 6 });
+  const db = await ownDatabase(prefix);
+  const sql = createSql(db.url, { max: 6 });
   const t = await connectTestTemporal(prefix);
   const config = testConfig(stack.env);
   const { deployment, client, mirror } = stack.ledger;
@@ -68,6 +97,7 @@ export async function startPassportStack(prefix: string): Promise<PassportStack>
   const state = passportStateFor(stack.ledger);
   // fast retries so a blocked or failing attempt is retried within a second
   state.timings = { retryInitialMs: 200, retryMaximumMs: 2_000, ledgerMaxAttempts: 10, activityTimeoutMs: 60_000 };
+  state.workflowIdScope = `${t.taskQueue}/`;
   return {
     stack,
     sql,
@@ -78,6 +108,7 @@ export async function startPassportStack(prefix: string): Promise<PassportStack>
     activities,
     agents: stack.localnet.config.accounts,
     startWorker,
+    workflowId: (id) => `${state.workflowIdScope ?? ''}${id}`,
     async stop() {
       await app.close();
       for (const w of workers) {
@@ -86,6 +117,7 @@ export async function startPassportStack(prefix: string): Promise<PassportStack>
       }
       await t.close();
       await sql.end();
+      await db.drop();
       await stack.stop();
     },
   };

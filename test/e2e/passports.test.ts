@@ -92,7 +92,7 @@ describe('passports end to end (x402 on localnet, Temporal workflows)', () => {
     // the projection
     const p = await getJson(ps, `/passport/${tokenId}/${serialNumber}`);
     expect(p.body).toMatchObject({ active: true, tokenId, serialNumber, tier, did: agent.did, owner: agent.accountId, endpoint });
-    if (i === 0) await recordFixture(ps, `passport:local:${agent.accountId}`, 'passportIssuance');
+    if (i === 0) await recordFixture(ps, ps.workflowId(`passport:local:${agent.accountId}`), 'passportIssuance');
   });
 
   it('a second purchase for the same wallet gives 409 before any payment', async () => {
@@ -137,7 +137,7 @@ describe('passports end to end (x402 on localnet, Temporal workflows)', () => {
     expect(events[1]).toMatchObject({ oldTier: 'bronze', newTier: 'gold', did: agent.did });
     expect((await getJson(ps, `/passport/${tokenId}/${serialNumber}`)).body.tier).toBe('gold');
     expect((await getJson(ps, `/did/${agent.did}`)).body.passport.tier).toBe('gold');
-    await recordFixture(ps, `passport-upgrade:${tokenId}:${serialNumber}:gold`, 'passportUpgrade');
+    await recordFixture(ps, ps.workflowId(`passport-upgrade:${tokenId}:${serialNumber}:gold`), 'passportUpgrade');
   });
 
   it('upgrade refusals: lower or same tier 400, unknown tier 400, someone else\'s passport 403, missing 404', async () => {
@@ -244,7 +244,7 @@ describe('passports end to end (x402 on localnet, Temporal workflows)', () => {
     const again = await post(auth, { tokenId, serial: serialNumber });
     expect(again.status).toBe(409);
     expect(((await again.json()) as { code: string }).code).toBe('passport_already_revoked');
-    await recordFixture(ps, `passport-revoke:${tokenId}:${serialNumber}`, 'passportRevoke');
+    await recordFixture(ps, ps.workflowId(`passport-revoke:${tokenId}:${serialNumber}`), 'passportRevoke');
   });
 
   it('every tier of the catalog was sold', () => {

@@ -67,7 +67,7 @@ describe('passport issuance durability', () => {
     const payments = await ps.sql`select status from payments where payer = ${agent.accountId}`;
     expect(payments.map((p) => p.status)).toEqual(['settled']);
     expect(before - (await balance(agent.accountId))).toBe(25n * HBAR);
-    const mints = await ps.sql`select status from ledger_submissions where idempotency_key like ${`passport:local:${agent.accountId}/%/mint`}`;
+    const mints = await ps.sql`select status from ledger_submissions where idempotency_key like ${`%passport:local:${agent.accountId}/%/mint`}`;
     expect(mints.map((m) => m.status)).toEqual(['succeeded']);
     expect(mintCalls.length).toBeGreaterThanOrEqual(2); // the blocked attempt and the one that minted
   });
@@ -100,7 +100,7 @@ describe('passport issuance durability', () => {
     expect(passport).toMatchObject({ tier: 'bronze' });
     expect(await nftsOf(agent.accountId)).toHaveLength(1);
     expect((await tokenNfts()).length).toBe(nftsBefore + 1);
-    const mints = await ps.sql`select status from ledger_submissions where idempotency_key like ${`passport:local:${agent.accountId}/%/mint`}`;
+    const mints = await ps.sql`select status from ledger_submissions where idempotency_key like ${`%passport:local:${agent.accountId}/%/mint`}`;
     expect(mints.map((m) => m.status)).toEqual(['succeeded']);
   });
 
@@ -118,7 +118,7 @@ describe('passport issuance durability', () => {
     expect(await balance(agent.accountId)).toBe(before);
     expect((await tokenNfts()).length).toBe(nftsBefore);
     expect((await findPaymentByTransactionId(ps.sql, r.body.paymentTransactionId))?.status).toBe('refunded');
-    await recordFixture(ps, `passport:local:${agent.accountId}`, 'passportIssuanceRefunded');
+    await recordFixture(ps, ps.workflowId(`passport:local:${agent.accountId}`), 'passportIssuanceRefunded');
 
     const again = await paidPost(ps, agent, '/passport/request', { tier: 'gold' });
     const passport = await issuedOrPolled(again, agent.accountId);
@@ -143,7 +143,7 @@ describe('passport issuance durability', () => {
     const run = async () => {
       const handle = await ps.t.client.workflow.start('passportRefund', {
         taskQueue: ps.t.taskQueue,
-        workflowId: passportRefundWorkflowId(paymentTransactionId),
+        workflowId: ps.workflowId(passportRefundWorkflowId(paymentTransactionId)),
         args: [{ paymentTransactionId, reason: 'test', timings: ps.state.timings }],
       });
       return handle.result() as Promise<{ refundTransactionId: string; amountTinybars: string }>;
@@ -154,6 +154,6 @@ describe('passport issuance durability', () => {
     expect(first.amountTinybars).toBe((2n * HBAR).toString());
     expect((await balance(agent.accountId)) - before).toBe(2n * HBAR);
     expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('refunded');
-    await recordFixture(ps, passportRefundWorkflowId(paymentTransactionId), 'passportRefund');
+    await recordFixture(ps, ps.workflowId(passportRefundWorkflowId(paymentTransactionId)), 'passportRefund');
   });
 });
