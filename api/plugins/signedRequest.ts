@@ -6,12 +6,16 @@
  * unused and unexpired (auth_challenge_expired; it is consumed here), the signature verifies
  * (auth_signature_invalid), and the DID equals the one the request names (auth_did_mismatch, 403).
  * On success request.auth = { did, accountId, keyType }.
+ *
+ * `consume: false` checks an unused, unexpired challenge without using it up: a paid route's first,
+ * unpaid call can only end in an error (402 or an earlier refusal), and the x402 client retries
+ * the same request, with the same headers, carrying its payment; that retry consumes the challenge.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Sql } from 'postgres';
 import { parseHederaDid } from '../../domain/did.js';
-import { consumeChallenge } from '../../db/queries/authChallenges.js';
+import { consumeChallenge, isChallengeUsable } from '../../db/queries/authChallenges.js';
 import { keyTypeOf, verifySignature } from '../../ledger/keys.js';
 import type { AccountKeyResolver } from '../auth/accountKeys.js';
 import { ApiError } from '../errors.js';
@@ -31,8 +35,16 @@ declare module 'fastify' {
     auth?: AuthenticatedAgent;
   }
   interface FastifyInstance {
-    signedRequest(expectedDid?: (request: FastifyRequest) => string | undefined): (request: FastifyRequest) => Promise<void>;
+    signedRequest(
+      expectedDid?: (request: FastifyRequest) => string | undefined,
+      opts?: SignedRequestOptions,
+    ): (request: FastifyRequest) => Promise<void>;
   }
+}
+
+export interface SignedRequestOptions {
+  /** Whether this request uses up its challenge (default always). */
+  consume?: (request: FastifyRequest) => boolean;
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -51,7 +63,7 @@ function decodeChallenge(raw: string): string {
 }
 
 export default fp(async function signedRequestPlugin(app: FastifyInstance, opts: { sql: Sql; keys: AccountKeyResolver; network: string }) {
-  app.decorate('signedRequest', (expectedDid?: (request: FastifyRequest) => string | undefined) => {
+  app.decorate('signedRequest', (expectedDid?: (request: FastifyRequest) => string | undefined, guardOpts: SignedRequestOptions = {}) => {
     return async (request: FastifyRequest) => {
       const did = header(request, DID_HEADER);
       const challengeRaw = header(request, CHALLENGE_HEADER);
@@ -67,7 +79,9 @@ export default fp(async function signedRequestPlugin(app: FastifyInstance, opts:
       if (!key) throw new ApiError('auth_did_unresolved', `DID ${did} cannot be resolved: no account with a single key`, { hint: 'The account must exist and have an ED25519 or ECDSA key' });
 
       const challenge = decodeChallenge(challengeRaw!);
-      if (!(await consumeChallenge(opts.sql, challenge, did!))) {
+      const consume = guardOpts.consume?.(request) ?? true;
+      const usable = consume ? await consumeChallenge(opts.sql, challenge, did!) : await isChallengeUsable(opts.sql, challenge, did!);
+      if (!usable) {
         throw new ApiError('auth_challenge_expired', 'Challenge expired, already used, or not issued for this DID', { hint: `Fetch a new challenge from GET /auth/challenge?did=${did}` });
       }
       if (!verifySignature(key, challenge, signature!)) {

@@ -36,11 +36,9 @@ import {
   upgradeResultSchema,
 } from '../schemas/passports.js';
 import { requirePayment } from '../plugins/x402.js';
-import { CHALLENGE_HEADER, DID_HEADER, SIGNATURE_HEADER } from '../plugins/signedRequest.js';
 import { CAPABILITIES, isCapability, type Capability } from '../../domain/capabilities.js';
 import { HEDERA_NETWORKS, isAccountId, parseHederaDid } from '../../domain/did.js';
 import { capabilitiesOutsideTier, isTier, tierEntry, tierPriceTinybars, TIERS, upgradePriceTinybars, type Tier } from '../../domain/tiers.js';
-import { keyTypeOf, verifySignature } from '../../ledger/keys.js';
 import { checkTokenReceivable } from '../../ledger/operations.js';
 import { decodePaymentTransaction } from '../../ledger/x402/verifyPayment.js';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
@@ -52,7 +50,6 @@ import {
   findPassport,
   findPendingIssuance,
   findUpgrade,
-  isChallengeUsable,
   listPassports,
   listPassportsByAccount,
   type IssuanceRow,
@@ -252,49 +249,6 @@ function hasPaymentHeader(request: FastifyRequest): boolean {
   return typeof h === 'string' && h.length > 0;
 }
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  const v = request.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function decodeChallenge(raw: string): string {
-  if (!/%[0-9A-Fa-f]{2}/.test(raw)) return raw;
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
-  }
-}
-
-/**
- * The signed-request checks of api/plugins/signedRequest.ts (same order and codes) without
- * consuming the challenge: used by the unpaid first call of a paid route, which can only end in an
- * error (402 or an earlier refusal); the paid retry consumes the challenge through the guard.
- */
-async function peekSignedRequest(sql: NonNullable<AppContext['sql']>, ledger: LedgerContext, request: FastifyRequest, expectedDid: string | undefined): Promise<void> {
-  const did = header(request, DID_HEADER);
-  const challengeRaw = header(request, CHALLENGE_HEADER);
-  const signature = header(request, SIGNATURE_HEADER);
-  const missing = [!did && 'X-Service-DID', !challengeRaw && 'X-Service-Challenge', !signature && 'X-Service-Signature'].filter(Boolean);
-  if (missing.length) throw new ApiError('auth_header_missing', `Missing signature header: ${missing.join(', ')}`, { hint: 'Get a challenge from GET /auth/challenge?did=<your DID>, sign it, and send X-Service-DID, X-Service-Challenge and X-Service-Signature' });
-  const network = ledger.deployment.network;
-  const parsed = parseHederaDid(did!);
-  if (!parsed || parsed.network !== network) throw new ApiError('auth_did_unresolved', `DID ${did} cannot be resolved`, { hint: `Use did:hedera:${network}:<accountId>` });
-  const key = await ledger.keys.resolve(parsed.accountId);
-  if (!key) throw new ApiError('auth_did_unresolved', `DID ${did} cannot be resolved: no account with a single key`, { hint: 'The account must exist and have an ED25519 or ECDSA key' });
-  const challenge = decodeChallenge(challengeRaw!);
-  if (!(await isChallengeUsable(sql, challenge, did!))) {
-    throw new ApiError('auth_challenge_expired', 'Challenge expired, already used, or not issued for this DID', { hint: `Fetch a new challenge from GET /auth/challenge?did=${did}` });
-  }
-  if (!verifySignature(key, challenge, signature!)) {
-    throw new ApiError('auth_signature_invalid', 'Signature does not verify with the account key', { hint: 'Sign the exact UTF-8 challenge string with the account key and send the signature as hex' });
-  }
-  if (expectedDid !== undefined && expectedDid !== did) {
-    throw new ApiError('auth_did_mismatch', `Signed in as ${did} but the request names ${expectedDid}`, { hint: 'The DID in the body must be the signing DID' });
-  }
-  request.auth = { did: did!, accountId: parsed.accountId, keyType: keyTypeOf(key) };
-}
-
 function replayedPayment(): ApiError {
   return new ApiError('passport_payment_failed', 'This payment was already used', {
     hint: 'A payment pays for one request; build a new payment (new transaction id) for this one',
@@ -337,8 +291,8 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
   const paymentsEnabled = app.hasDecorator('x402');
 
   const authenticate = async (request: FastifyRequest, did: string | undefined) => {
-    if (hasPaymentHeader(request)) await app.signedRequest(() => did)(request);
-    else await peekSignedRequest(sql, ledger, request, did);
+    // The unpaid first call only checks the challenge; the paid retry uses it up.
+    await app.signedRequest(() => did, { consume: hasPaymentHeader })(request);
   };
 
   // ---------------------------------------------------------------- issuance

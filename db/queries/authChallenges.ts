@@ -17,6 +17,13 @@ export async function consumeChallenge(sql: Sql, challenge: string, did: string)
   return rows.length === 1;
 }
 
+/** True when the challenge was issued for this DID and is unused and unexpired (nothing changes). */
+export async function isChallengeUsable(sql: Sql, challenge: string, did: string): Promise<boolean> {
+  const rows = await sql`
+    select 1 from auth_challenges where challenge = ${challenge} and did = ${did} and used_at is null and expires_at > now()`;
+  return rows.length === 1;
+}
+
 /** Housekeeping: expired challenges are useless; drop them in batches. */
 export async function deleteExpiredChallenges(sql: Sql, olderThan: Date): Promise<number> {
   const rows = await sql`delete from auth_challenges where expires_at < ${olderThan} returning 1`;

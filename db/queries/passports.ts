@@ -284,15 +284,3 @@ export async function markRequestRefunded(sql: Sql, paymentTransactionId: string
      where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused')`;
 }
 
-// ------------------------------------------------------------------ auth (read-only)
-
-/**
- * Whether a sign-in challenge is still usable (issued for this DID, unused, unexpired) WITHOUT
- * consuming it: the unpaid first call of an x402 route answers 402 and leaves the challenge for
- * the paid retry, which consumes it through the signed-request guard.
- */
-export async function isChallengeUsable(sql: Sql, challenge: string, did: string): Promise<boolean> {
-  const rows = await sql`
-    select 1 from auth_challenges where challenge = ${challenge} and did = ${did} and used_at is null and expires_at > now()`;
-  return rows.length === 1;
-}
