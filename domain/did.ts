@@ -15,9 +15,12 @@ export interface HederaDid {
 const HEDERA_DID = /^did:hedera:(local|testnet|mainnet|previewnet):(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,18})$/;
 const ACCOUNT_ID = /^(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,18})$/;
 
-export function isAccountId(value: string): boolean {
+/** shard.realm.num: the form of every Hedera entity id (accounts, tokens, topics). */
+export function isEntityId(value: string): boolean {
   return ACCOUNT_ID.test(value);
 }
+
+export const isAccountId = isEntityId;
 
 /** Parses a ledger DID; null when it is not of the form did:hedera:{network}:{shard.realm.num}. */
 export function parseHederaDid(value: string): HederaDid | null {

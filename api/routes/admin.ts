@@ -14,7 +14,9 @@ import { revokeBodySchema, revokeResultSchema } from '../schemas/passports.js';
 import { findPassport } from '../../db/queries/passports.js';
 import { passportRevokeWorkflowId } from '../../workflows/passportIds.js';
 import type { PassportRevokeInput, PassportRevokeResult } from '../../workflows/passportRevoke.js';
-import { isPending, notFound, scopedWorkflowId, parsePassportIds, passportLinks, passportState, pendingReply, waitForResult } from './passports.js';
+import { passportState, scopedWorkflowId } from '../passportState.js';
+import { notFound, parsePassportIds, passportLinks } from '../passportViews.js';
+import { isPending, pendingReply, waitForResult } from '../workflowCalls.js';
 
 const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const sql = ctx.sql!;

@@ -10,7 +10,7 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { errorResponses } from '../schemas/common.js';
 import { auditEventSchema, auditResponseSchema, passportPathParams } from '../schemas/passports.js';
-import { parsePassportIds } from './passports.js';
+import { parsePassportIds } from '../passportViews.js';
 
 type AuditEvent = z.infer<typeof auditEventSchema>;
 

@@ -15,7 +15,8 @@ import { buildDidDocument } from '../../domain/didDocument.js';
 import { parseHederaDid } from '../../domain/did.js';
 import { keyTypeOf } from '../../ledger/keys.js';
 import { findActivePassportByAccount } from '../../db/queries/passports.js';
-import { passportState, publicBase } from './passports.js';
+import { passportState } from '../passportState.js';
+import { publicBase } from '../passportViews.js';
 
 const didDocumentSchema = z
   .object({

@@ -18,11 +18,13 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { decodePaymentSignatureHeader } from '@x402/core/http';
 import { z } from 'zod';
-import type { AppContext, LedgerContext } from '../context.js';
-import { ApiError, errorBody } from '../errors.js';
+import type { AppContext } from '../context.js';
+import { ApiError } from '../errors.js';
+import { passportState, scopedWorkflowId, WORKFLOW_WAIT_MS } from '../passportState.js';
+import { notFound, parsePassportIds, passportJson, passportLinks, publicBase, hashScanLink } from '../passportViews.js';
+import { isPending, pendingReply, startOrAttach, waitForResult } from '../workflowCalls.js';
 import { errorResponses } from '../schemas/common.js';
 import {
   addressPassportsSchema,
@@ -37,7 +39,7 @@ import {
 } from '../schemas/passports.js';
 import { requirePayment } from '../plugins/x402.js';
 import { CAPABILITIES, isCapability, type Capability } from '../../domain/capabilities.js';
-import { HEDERA_NETWORKS, isAccountId, parseHederaDid } from '../../domain/did.js';
+import { HEDERA_NETWORKS, isAccountId, isEntityId, parseHederaDid } from '../../domain/did.js';
 import { capabilitiesOutsideTier, isTier, tierEntry, tierPriceTinybars, TIERS, upgradePriceTinybars, type Tier } from '../../domain/tiers.js';
 import { checkTokenReceivable } from '../../ledger/operations.js';
 import { decodePaymentTransaction } from '../../ledger/x402/verifyPayment.js';
@@ -60,178 +62,12 @@ import {
   passportIssuanceWorkflowId,
   passportRefundWorkflowId,
   passportUpgradeWorkflowId,
-  type PassportWorkflowTimings,
   type SettledPaymentRef,
 } from '../../workflows/passportIds.js';
 import type { PassportIssuanceInput, PassportIssuanceResult } from '../../workflows/passportIssuance.js';
 import type { PassportUpgradeInput, PassportUpgradeResult } from '../../workflows/passportUpgrade.js';
 import type { PassportRefundInput, PassportRefundResult } from '../../workflows/passportRefund.js';
 
-/** How long a paid request waits for its workflow before answering 202 (SPEC: never a hanging request). */
-export const WORKFLOW_WAIT_MS = 20_000;
-
-// ------------------------------------------------------------------ shared state and helpers
-
-export interface DidCacheEntry {
-  body: unknown;
-  until: number;
-}
-
-/**
- * State shared by the passport, DID and admin route groups. Keyed by the ledger context (the one
- * object every route group of an app receives), so a test holding that context can shorten waits.
- */
-export interface PassportState {
-  /** DID documents served from memory (GET /did/{did}); invalidated on upgrade and revoke. */
-  didCache: Map<string, DidCacheEntry>;
-  didCacheTtlMs: number;
-  /** bounded wait for a workflow before answering 202 */
-  workflowWaitMs: number;
-  /** retry/timeout knobs handed to the workflows (defaults when unset) */
-  timings?: PassportWorkflowTimings;
-  /**
-   * Prefix of every passport workflow id (default none). Tests that run several localnets against
-   * one Temporal namespace set a unique one, since their ledger ids coincide.
-   */
-  workflowIdScope?: string;
-}
-
-/** The workflow id as started: the business id, behind the optional test scope. */
-export function scopedWorkflowId(state: PassportState, id: string): string {
-  return `${state.workflowIdScope ?? ''}${id}`;
-}
-
-const STATES = new WeakMap<object, PassportState>();
-
-export function passportStateFor(ledger: LedgerContext): PassportState {
-  let s = STATES.get(ledger);
-  if (!s) {
-    s = { didCache: new Map(), didCacheTtlMs: 30_000, workflowWaitMs: WORKFLOW_WAIT_MS };
-    STATES.set(ledger, s);
-  }
-  return s;
-}
-
-export function passportState(ctx: AppContext): PassportState {
-  return passportStateFor(ctx.ledger!);
-}
-
-export function publicBase(ctx: AppContext, request: FastifyRequest): string {
-  return (ctx.config.PUBLIC_BASE_URL ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '');
-}
-
-/**
- * Explorer link of a passport NFT: HashScan on public networks; on localnet (which HashScan cannot
- * show) the API's own passport page, GET {base}/passport/{tokenId}/{serial}.
- */
-export function hashScanLink(network: string, base: string, tokenId: string, serial: number): string {
-  if (network === 'local') return `${base}/passport/${tokenId}/${serial}`;
-  return `https://hashscan.io/${network}/token/${tokenId}/${serial}`;
-}
-
-export function passportLinks(tokenId: string, serial: number, did: string, owner: string) {
-  return {
-    self: { href: `/passport/${tokenId}/${serial}` },
-    owner: { href: `/passport/address/${owner}` },
-    did: { href: `/did/${did}` },
-    audit: { href: `/audit/${tokenId}/${serial}` },
-    upgrade: { href: `/passport/${tokenId}/${serial}/upgrade`, method: 'POST' as const },
-  };
-}
-
-export function passportJson(row: PassportRow, network: string, base: string): z.infer<typeof passportSchema> {
-  const serial = Number(row.serial);
-  const out: z.infer<typeof passportSchema> = {
-    active: row.revoked_at === null,
-    tokenId: row.token_id,
-    serialNumber: serial,
-    tier: row.tier,
-    capabilities: row.capabilities,
-    did: row.did,
-    owner: row.account_id,
-    issuedAt: row.issued_at.getTime(),
-    hashScanLink: hashScanLink(network, base, row.token_id, serial),
-    _links: passportLinks(row.token_id, serial, row.did, row.account_id),
-  };
-  if (row.endpoint) out.endpoint = row.endpoint;
-  if (row.revoked_at) out.revokedAt = row.revoked_at.getTime();
-  return out;
-}
-
-const TOKEN_ID = /^(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,9})\.(0|[1-9]\d{0,18})$/;
-const SERIAL = /^[1-9]\d{0,15}$/;
-
-/** Validates path ids; 400 invalid_request otherwise. */
-export function parsePassportIds(tokenId: unknown, serial: unknown): { tokenId: string; serial: number } {
-  const t = String(tokenId ?? '');
-  const s = String(serial ?? '');
-  if (!TOKEN_ID.test(t)) throw new ApiError('invalid_request', `tokenId ${JSON.stringify(t)} is not a token id`, { hint: 'tokenId: expected shard.realm.num, e.g. 0.0.1234' });
-  if (!SERIAL.test(s) || !Number.isSafeInteger(Number(s))) throw new ApiError('invalid_request', `serial ${JSON.stringify(s)} is not a serial number`, { hint: 'serial: expected a positive integer' });
-  return { tokenId: t, serial: Number(s) };
-}
-
-export function notFound(tokenId: string, serial: number | string): ApiError {
-  return new ApiError('passport_not_found', `No active passport ${tokenId}/${serial}`, { hint: `Check tokenId ${tokenId} and serial ${serial}, or request a new passport with POST /passport/request` });
-}
-
-async function temporalClient(ctx: AppContext): Promise<Client> {
-  if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
-  try {
-    return await ctx.temporal();
-  } catch {
-    throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
-  }
-}
-
-/** Starts a workflow, or attaches to the running one with the same id. */
-export async function startOrAttach(ctx: AppContext, workflowType: string, workflowId: string, arg: unknown): Promise<WorkflowHandle> {
-  const client = await temporalClient(ctx);
-  try {
-    return await client.workflow.start(workflowType, { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, args: [arg] });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
-    throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry the same request after 30 seconds' });
-  }
-}
-
-const PENDING = Symbol('pending');
-
-/** The workflow's result, PENDING after waitMs, or an ApiError 502 when the workflow failed. */
-export async function waitForResult<T>(handle: WorkflowHandle, waitMs: number): Promise<T | typeof PENDING> {
-  const result = handle.result() as Promise<T>;
-  result.catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof PENDING>((resolve) => {
-    timer = setTimeout(() => resolve(PENDING), waitMs);
-  });
-  try {
-    return await Promise.race([result, timeout]);
-  } catch (err) {
-    if (err instanceof WorkflowFailedError) {
-      throw new ApiError('execution_failed', `Workflow ${handle.workflowId} failed`, { hint: 'Retry the request; no passport change was made' });
-    }
-    throw new ApiError('service_unavailable', 'The workflow result could not be read', { hint: `Poll again later (workflow ${handle.workflowId})` });
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-export function isPending(v: unknown): v is typeof PENDING {
-  return v === PENDING;
-}
-
-export function pendingReply(reply: FastifyReply, workflowId: string, pollUrl: string) {
-  return reply
-    .code(202)
-    .header('location', pollUrl)
-    .send({
-      ...errorBody('request_pending', 'The request was accepted and is still running', `Poll ${pollUrl}`),
-      workflowId,
-      _links: { poll: { href: pollUrl } },
-    });
-}
-
-/** The transaction id of the payment in PAYMENT-SIGNATURE, or null when absent or undecodable. */
 function paymentTransactionIdOf(request: FastifyRequest): string | null {
   const header = request.headers['payment-signature'];
   if (typeof header !== 'string' || header.length === 0) return null;
@@ -528,7 +364,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     async (request) => {
       const q = request.query;
       if (!q.tokenId && !q.env) throw new ApiError('invalid_request', 'tokenId or env is required', { hint: `tokenId: e.g. ${tokenId}; env: one of ${HEDERA_NETWORKS.join(', ')}` });
-      if (q.tokenId && !TOKEN_ID.test(q.tokenId)) throw new ApiError('invalid_request', 'tokenId is not a token id', { hint: 'tokenId: expected shard.realm.num' });
+      if (q.tokenId && !isEntityId(q.tokenId)) throw new ApiError('invalid_request', 'tokenId is not a token id', { hint: 'tokenId: expected shard.realm.num' });
       if (q.env && !(HEDERA_NETWORKS as readonly string[]).includes(q.env)) throw new ApiError('invalid_request', `env ${JSON.stringify(q.env)} is not a ledger network`, { hint: `env: one of ${HEDERA_NETWORKS.join(', ')}` });
       const { rows, total } = await listPassports(sql, { network: q.env, tokenId: q.tokenId, limit: q.limit, offset: q.offset });
       const base = publicBase(ctx, request);

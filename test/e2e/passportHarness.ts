@@ -18,7 +18,7 @@ import type { PassportLedgerActivities } from '../../activities/ledger/passports
 import type { PassportDbActivities } from '../../activities/db/passports.js';
 import { IdempotentSubmitter } from '../../ledger/submit.js';
 import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
-import { passportStateFor, type PassportState } from '../../api/routes/passports.js';
+import { passportStateFor, type PassportState } from '../../api/passportState.js';
 import { buildTestApp, testConfig } from '../support/app.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
 import { connectTestTemporal, recordHistory, type TestTemporal } from '../support/temporal.js';

@@ -1,0 +1,68 @@
+/**
+ * How routes drive workflows: start (or attach to the running one with the same business id),
+ * wait a bounded time for the result, and answer 202 request_pending with a link to poll when the
+ * workflow is still running, never a hanging request.
+ */
+import type { FastifyReply } from 'fastify';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { AppContext } from './context.js';
+import { ApiError, errorBody } from './errors.js';
+
+async function temporalClient(ctx: AppContext): Promise<Client> {
+  if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
+  try {
+    return await ctx.temporal();
+  } catch {
+    throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
+  }
+}
+
+/** Starts a workflow, or attaches to the running one with the same id. */
+export async function startOrAttach(ctx: AppContext, workflowType: string, workflowId: string, arg: unknown): Promise<WorkflowHandle> {
+  const client = await temporalClient(ctx);
+  try {
+    return await client.workflow.start(workflowType, { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, args: [arg] });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
+    throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry the same request after 30 seconds' });
+  }
+}
+
+const PENDING = Symbol('pending');
+
+/** The workflow's result, PENDING after waitMs, or an ApiError 502 when the workflow failed. */
+export async function waitForResult<T>(handle: WorkflowHandle, waitMs: number): Promise<T | typeof PENDING> {
+  const result = handle.result() as Promise<T>;
+  result.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof PENDING>((resolve) => {
+    timer = setTimeout(() => resolve(PENDING), waitMs);
+  });
+  try {
+    return await Promise.race([result, timeout]);
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) {
+      throw new ApiError('execution_failed', `Workflow ${handle.workflowId} failed`, { hint: 'Retry the request; no passport change was made' });
+    }
+    throw new ApiError('service_unavailable', 'The workflow result could not be read', { hint: `Poll again later (workflow ${handle.workflowId})` });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function isPending(v: unknown): v is typeof PENDING {
+  return v === PENDING;
+}
+
+export function pendingReply(reply: FastifyReply, workflowId: string, pollUrl: string) {
+  return reply
+    .code(202)
+    .header('location', pollUrl)
+    .send({
+      ...errorBody('request_pending', 'The request was accepted and is still running', `Poll ${pollUrl}`),
+      workflowId,
+      _links: { poll: { href: pollUrl } },
+    });
+}
+
+/** The transaction id of the payment in PAYMENT-SIGNATURE, or null when absent or undecodable. */
