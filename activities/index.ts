@@ -26,11 +26,13 @@ export interface ActivityDeps {
   ledger?: LedgerActivityDeps;
 }
 
-export function createActivities(_deps: ActivityDeps) {
+export function createActivities(deps: ActivityDeps) {
+  const { config, sql, ledger } = deps;
   return {
-    // passports (issue 4): ledger + projection activities, only with a ledger deployment
-    ...(_deps.ledger ? { ...createPassportLedgerActivities({ sql: _deps.sql, ledger: _deps.ledger }), ...createPassportDbActivities({ sql: _deps.sql }) } : {}),
-    ...createEvmActivities({ config: _deps.config, sql: _deps.sql }), // chain indexer, only with an EVM chain configured
+    // passports: ledger writes and projections, only with a ledger deployment
+    ...(ledger ? { ...createPassportLedgerActivities({ sql, ledger }), ...createPassportDbActivities({ sql }) } : {}),
+    // chain indexer, only with an EVM chain configured
+    ...createEvmActivities({ config, sql }),
   };
 }
 
