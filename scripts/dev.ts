@@ -14,7 +14,7 @@ import { loadConfig } from '../config/index.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { resolvePostgres } from './lib/postgres.js';
 import { startTemporalDevServer } from './lib/temporalServer.js';
-import { startChild, type ManagedChild } from './lib/children.js';
+import { killAllChildren, startChild, type ManagedChild } from './lib/children.js';
 import { waitForPort } from './lib/ports.js';
 
 // A local .env (see .env.example) is read when present; the real environment wins.
@@ -148,11 +148,21 @@ const STAGES: Stage[] = [
 ];
 
 const started: Array<{ name: string; stop?: () => Promise<void> }> = [];
-let stopping = false;
+let signals = 0;
 
 async function stopAll(code: number): Promise<never> {
-  if (stopping) process.exit(code);
-  stopping = true;
+  // Ctrl-C reaches npm, tsx and this process at once, so one keypress can arrive twice: only a
+  // third signal means "now", and even then every child we started is killed, none left behind.
+  signals++;
+  if (signals === 3) {
+    console.log('\nforce stop: killing every child process');
+    killAllChildren();
+    process.exit(code);
+  }
+  if (signals > 1) {
+    console.log('\nstill stopping (press Ctrl-C again to force)...');
+    return new Promise<never>(() => {});
+  }
   console.log('\nstopping...');
   for (const stage of started.reverse()) {
     try {

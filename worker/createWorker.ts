@@ -38,6 +38,10 @@ export async function createWorker(opts: {
     taskQueue: opts.taskQueue ?? opts.config.TEMPORAL_TASK_QUEUE,
     activities: opts.activities,
     dataConverter: dataConverter(opts.config),
+    // On SIGTERM: give running activities a moment, then stop even if pollers are still draining;
+    // anything unfinished is retried by Temporal on another worker.
+    shutdownGraceTime: '3s',
+    shutdownForceTime: '10s',
     ...workflowSource(),
     ...opts.overrides,
   });

@@ -12,6 +12,19 @@ export interface ManagedChild {
   exited: Promise<number | null>;
 }
 
+const running = new Set<ManagedChild>();
+
+/** Last resort (a third Ctrl-C): SIGKILL every child process group still running. */
+export function killAllChildren(): void {
+  for (const child of running) {
+    try {
+      if (child.process.pid) process.kill(-child.process.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
 export function startChild(
   name: string,
   command: string,
@@ -36,7 +49,7 @@ export function startChild(
       /* already gone */
     }
   };
-  return {
+  const managed: ManagedChild = {
     name,
     process: child,
     exited,
@@ -48,4 +61,7 @@ export function startChild(
       clearTimeout(timer);
     },
   };
+  running.add(managed);
+  void exited.then(() => running.delete(managed));
+  return managed;
 }
