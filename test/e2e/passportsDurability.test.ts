@@ -127,6 +127,30 @@ describe('passport issuance durability', () => {
     expect((await getJson(ps, `/did/${agent.did}`)).status).toBe(200);
   });
 
+  it('a request whose workflow outlasts the bounded wait answers 202 with a link to poll, then the passport appears there', async () => {
+    const agent = ps.agents[4];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    hooks.beforeMint = () => released; // the mint waits until the test lets it go
+    const waitMs = ps.state.workflowWaitMs;
+    ps.state.workflowWaitMs = 500;
+    try {
+      const r = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
+      expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([202, 'request_pending']);
+      const poll = r.headers.get('location');
+      expect(poll).toBe(`/passport/address/${agent.accountId}`);
+      expect(r.body._links.poll.href).toBe(poll);
+      expect((await getJson(ps, poll!)).body.passports).toEqual([]);
+    } finally {
+      ps.state.workflowWaitMs = waitMs;
+      hooks.beforeMint = undefined;
+      release();
+    }
+    const passport = await waitForPassport(ps, agent.accountId);
+    expect(passport).toMatchObject({ tier: 'bronze', owner: agent.accountId, active: true });
+    expect(await nftsOf(agent.accountId)).toHaveLength(1);
+  });
+
   it('passportRefund pays a settled payment back exactly once, even when started twice', async () => {
     const agent = ps.agents[3];
     const paymentTransactionId = `${agent.accountId}@1700000000.000000042`;
