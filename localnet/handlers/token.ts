@@ -1,5 +1,5 @@
 // HTS, non-fungible tokens only: create, associate, dissociate, mint, burn, wipe, update NFT metadata.
-import { Status, big } from '../proto.js';
+import { Status, big, type StatusCode } from '../proto.js';
 import type { pb as P } from '../proto.js';
 import { accountNum, tokenNum, tsToNs } from '../ids.js';
 import { isValidKey, type Key } from '../signatures.js';
@@ -194,24 +194,32 @@ export const tokenBurn: Handler = {
     const t = token(ctx.state, b.token);
     const serials = (b.serialNumbers ?? []).map(big);
     if (serials.length === 0 || big(b.amount) !== 0n) fail(Status.INVALID_TOKEN_BURN_METADATA);
-    if (serials.length > MAX_BATCH) fail(Status.BATCH_SIZE_LIMIT_EXCEEDED);
-    const nfts = serials.map((s) => {
-      const nft = ctx.state.nft(t.num, s);
-      if (!nft || nft.deleted) return fail(Status.INVALID_NFT_ID);
-      if (nft.owner !== t.treasury) return fail(Status.TREASURY_MUST_OWN_BURNED_NFT);
-      return nft;
-    });
-    for (const nft of nfts) {
-      nft.deleted = true;
-      nft.modifiedNs = ctx.consensusNs;
-      ctx.rec.nftTransfers.push({ token: t.num, serial: nft.serial, sender: t.treasury, receiver: null });
-    }
-    t.totalSupply -= BigInt(nfts.length);
-    t.modifiedNs = ctx.consensusNs;
-    ctx.rec.newTotalSupply = t.totalSupply;
-    ctx.rec.entityId = t.num;
+    removeNfts(ctx, t, t.treasury, serials, Status.TREASURY_MUST_OWN_BURNED_NFT);
   },
 };
+
+/**
+ * Burn and wipe: the serials (all owned by `holder`, at most MAX_BATCH) leave circulation; the
+ * record shows each as a transfer from the holder to nobody.
+ */
+function removeNfts(ctx: Parameters<Handler['apply']>[0], t: ReturnType<typeof token>, holder: number, serials: bigint[], notOwned: StatusCode): void {
+  if (serials.length > MAX_BATCH) fail(Status.BATCH_SIZE_LIMIT_EXCEEDED);
+  const nfts = serials.map((s) => {
+    const nft = ctx.state.nft(t.num, s);
+    if (!nft || nft.deleted) return fail(Status.INVALID_NFT_ID);
+    if (nft.owner !== holder) return fail(notOwned);
+    return nft;
+  });
+  for (const nft of nfts) {
+    nft.deleted = true;
+    nft.modifiedNs = ctx.consensusNs;
+    ctx.rec.nftTransfers.push({ token: t.num, serial: nft.serial, sender: holder, receiver: null });
+  }
+  t.totalSupply -= BigInt(nfts.length);
+  t.modifiedNs = ctx.consensusNs;
+  ctx.rec.newTotalSupply = t.totalSupply;
+  ctx.rec.entityId = t.num;
+}
 
 export const tokenWipe: Handler = {
   name: 'TOKENWIPE',
@@ -228,22 +236,7 @@ export const tokenWipe: Handler = {
     if (!a.tokens.has(t.num)) fail(Status.TOKEN_NOT_ASSOCIATED_TO_ACCOUNT);
     const serials = (b.serialNumbers ?? []).map(big);
     if (serials.length === 0 || big(b.amount) !== 0n) fail(Status.INVALID_WIPING_AMOUNT);
-    if (serials.length > MAX_BATCH) fail(Status.BATCH_SIZE_LIMIT_EXCEEDED);
-    const nfts = serials.map((s) => {
-      const nft = ctx.state.nft(t.num, s);
-      if (!nft || nft.deleted) return fail(Status.INVALID_NFT_ID);
-      if (nft.owner !== a.num) return fail(Status.ACCOUNT_DOES_NOT_OWN_WIPED_NFT);
-      return nft;
-    });
-    for (const nft of nfts) {
-      nft.deleted = true;
-      nft.modifiedNs = ctx.consensusNs;
-      ctx.rec.nftTransfers.push({ token: t.num, serial: nft.serial, sender: a.num, receiver: null });
-    }
-    t.totalSupply -= BigInt(nfts.length);
-    t.modifiedNs = ctx.consensusNs;
-    ctx.rec.newTotalSupply = t.totalSupply;
-    ctx.rec.entityId = t.num;
+    removeNfts(ctx, t, a.num, serials, Status.ACCOUNT_DOES_NOT_OWN_WIPED_NFT);
   },
 };
 
