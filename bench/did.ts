@@ -9,9 +9,8 @@
  * and prints requests/s and latency percentiles side by side.
  */
 import { performance } from 'node:perf_hooks';
-import postgres from 'postgres';
 import { createSql } from '../db/client.js';
-import { ensureDatabase, migrate } from '../db/migrate.js';
+import { dropDatabase, ensureDatabase, migrate } from '../db/migrate.js';
 import { recordIssuedPassport } from '../db/queries/passports.js';
 import { resolvePostgres } from '../scripts/lib/postgres.js';
 import { buildTestApp } from '../test/support/app.js';
@@ -85,13 +84,7 @@ async function main() {
     await app.close();
     await stack.stop();
     await sql.end();
-    if (!process.env.DATABASE_URL) {
-      const admin = new URL(pg.url);
-      admin.pathname = '/postgres';
-      const a = postgres(admin.toString(), { onnotice: () => {}, max: 1 });
-      await a.unsafe(`drop database if exists "${database}" with (force)`).catch(() => {});
-      await a.end();
-    }
+    if (!process.env.DATABASE_URL) await dropDatabase(pg.url).catch(() => {});
     await pg.stop();
   }
 }

@@ -11,14 +11,13 @@
  * a throwaway database is created and dropped.
  */
 import { performance } from 'node:perf_hooks';
-import postgres from 'postgres';
 import type { Abi, Address, Log } from 'viem';
 import { startAnvil } from '../evm/anvil.js';
 import { createEvmPublicClient, createEvmWalletClient } from '../evm/clients.js';
 import { benchEmitterAbi, taskEscrowAbi } from '../evm/abis.js';
 import { benchEmitterBytecode } from '../evm/bytecode.js';
 import { createSql } from '../db/client.js';
-import { ensureDatabase, migrate } from '../db/migrate.js';
+import { dropDatabase, ensureDatabase, migrate } from '../db/migrate.js';
 import { resolvePostgres } from '../scripts/lib/postgres.js';
 import { createIndexerActivities, decodeLogs, getLogsAdaptive } from '../activities/evm/indexer.js';
 import { countEvents } from '../db/queries/chainEvents.js';
@@ -140,13 +139,7 @@ async function main() {
   } finally {
     await sql.end();
     await anvil.stop();
-    if (!process.env.DATABASE_URL) {
-      const admin = new URL(url);
-      admin.pathname = '/postgres';
-      const a = postgres(admin.toString(), { onnotice: () => {}, max: 1 });
-      await a.unsafe(`drop database if exists "${database}" with (force)`).catch(() => {});
-      await a.end();
-    }
+    if (!process.env.DATABASE_URL) await dropDatabase(url).catch(() => {});
     await pg.stop();
   }
 }

@@ -66,3 +66,16 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     await sql.end();
   }
 }
+
+/** Drops the database named in the URL (throwaway test and bench databases), ending its sessions. */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, ''));
+  const admin = new URL(databaseUrl);
+  admin.pathname = '/postgres';
+  const sql = postgres(admin.toString(), { onnotice: () => {}, max: 1 });
+  try {
+    await sql.unsafe(`drop database if exists "${name.replace(/"/g, '""')}" with (force)`);
+  } finally {
+    await sql.end();
+  }
+}

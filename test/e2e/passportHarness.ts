@@ -6,8 +6,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
-import postgres from 'postgres';
-import { ensureDatabase, migrate } from '../../db/migrate.js';
+import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -62,13 +61,7 @@ async function ownDatabase(prefix: string): Promise<{ url: string; drop(): Promi
   await migrate(url.toString());
   return {
     url: url.toString(),
-    async drop() {
-      const admin = new URL(base.toString());
-      admin.pathname = '/postgres';
-      const sql = postgres(admin.toString(), { onnotice: () => {}, max: 1 });
-      await sql.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
-      await sql.end();
-    },
+    drop: () => dropDatabase(url.toString()).catch(() => {}),
   };
 }
 

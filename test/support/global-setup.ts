@@ -4,11 +4,10 @@
  * database (dropped afterwards). Tests read them with inject('temporalAddress') / inject('databaseUrl').
  */
 import type { TestProject } from 'vitest/node';
-import postgres from 'postgres';
 import { freePort } from '../../scripts/lib/ports.js';
 import { resolvePostgres } from '../../scripts/lib/postgres.js';
 import { startTemporalDevServer } from '../../scripts/lib/temporalServer.js';
-import { ensureDatabase, migrate } from '../../db/migrate.js';
+import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -39,13 +38,7 @@ export default async function setup(project: TestProject) {
 
   return async () => {
     await temporal?.stop();
-    if (!process.env.TEST_DATABASE_URL && !process.env.KEEP_TEST_DATABASE) {
-      const admin = new URL(url);
-      admin.pathname = '/postgres';
-      const sql = postgres(admin.toString(), { onnotice: () => {}, max: 1 });
-      await sql.unsafe(`drop database if exists "${database}" with (force)`).catch(() => {});
-      await sql.end();
-    }
+    if (!process.env.TEST_DATABASE_URL && !process.env.KEEP_TEST_DATABASE) await dropDatabase(url).catch(() => {});
     await pg.stop();
   };
 }
