@@ -1,0 +1,52 @@
+/**
+ * `npm run bootstrap:network`: creates the passport collection and the four topics on
+ * HEDERA_NETWORK (testnet, mainnet, previewnet) with HEDERA_OPERATOR_ID / HEDERA_OPERATOR_KEY, and
+ * writes the deployment file at LOCALNET_CONFIG_PATH (refusing to overwrite one). The operator key
+ * is NOT written to the file: the API and the worker take it from HEDERA_OPERATOR_KEY.
+ * LEDGER_NODE=host:port@0.0.3 targets a single node (e.g. a localnet) instead of the public network.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadConfig } from '../config/index.js';
+import { createLedgerClient } from '../ledger/client.js';
+import { parsePrivateKey } from '../ledger/keys.js';
+import { bootstrapNetwork } from '../ledger/bootstrapNetwork.js';
+
+const config = loadConfig();
+const problems = [
+  !config.HEDERA_OPERATOR_ID && 'HEDERA_OPERATOR_ID: missing',
+  !config.HEDERA_OPERATOR_KEY && 'HEDERA_OPERATOR_KEY: missing',
+  !config.HEDERA_MIRROR_URL && 'HEDERA_MIRROR_URL: missing (e.g. https://testnet.mirrornode.hedera.com/api/v1)',
+].filter(Boolean);
+if (problems.length) {
+  console.error(`Cannot bootstrap:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  process.exit(2);
+}
+const out = config.LOCALNET_CONFIG_PATH;
+if (fs.existsSync(out)) {
+  console.error(`${out} exists; set LOCALNET_CONFIG_PATH to a new file (e.g. .data/${config.HEDERA_NETWORK}.json)`);
+  process.exit(2);
+}
+const nodeSpec = process.env.LEDGER_NODE ? /^(.+)@(\d+\.\d+\.\d+)$/.exec(process.env.LEDGER_NODE) : null;
+const operatorKey = parsePrivateKey(config.HEDERA_OPERATOR_KEY!);
+const node = nodeSpec ? { address: nodeSpec[1], accountId: nodeSpec[2] } : undefined;
+const client = createLedgerClient({
+  network: config.HEDERA_NETWORK,
+  node,
+  operator: { accountId: config.HEDERA_OPERATOR_ID!, privateKey: config.HEDERA_OPERATOR_KEY! },
+});
+try {
+  const deployment = await bootstrapNetwork({
+    client,
+    network: config.HEDERA_NETWORK,
+    operator: { accountId: config.HEDERA_OPERATOR_ID!, privateKey: operatorKey },
+    node,
+    mirrorUrl: config.HEDERA_MIRROR_URL!,
+    facilitatorUrl: config.FACILITATOR_URL,
+  });
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, JSON.stringify(deployment, null, 2));
+  console.log(`wrote ${out}: token ${deployment.passportTokenId}, topics ${JSON.stringify(deployment.topics)}`);
+} finally {
+  client.close();
+}

@@ -1,0 +1,61 @@
+/**
+ * The public-network bootstrap, run against a localnet node as if it were testnet: it creates the
+ * passport collection and the four topics with the operator, and the deployment it describes
+ * (without the operator key) is what the API and the worker load.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bootstrapNetwork } from '../../ledger/bootstrapNetwork.js';
+import { createLedgerClient } from '../../ledger/client.js';
+import { parsePrivateKey } from '../../ledger/keys.js';
+import { MirrorClient } from '../../ledger/mirror.js';
+import { loadLedgerDeployment } from '../../ledger/deployment.js';
+import { mintNft } from '../../ledger/operations.js';
+import { startLocalnet, type Localnet } from '../../localnet/index.js';
+import { testConfig } from '../support/app.js';
+
+describe('bootstrapNetwork', () => {
+  let net: Localnet;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bootstrap-'));
+  beforeAll(async () => {
+    net = await startLocalnet({ dataDir: path.join(dir, 'localnet'), grpcPort: 0, mirrorPort: 0, facilitator: false });
+  });
+  afterAll(async () => {
+    await net?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('creates the collection and topics and writes a key-free deployment the services load', async () => {
+    const op = net.config.operator;
+    const client = createLedgerClient({ network: 'local', node: net.config.node, operator: op });
+    try {
+      const file = await bootstrapNetwork({
+        client,
+        network: 'local',
+        node: net.config.node,
+        operator: { accountId: op.accountId, privateKey: parsePrivateKey(op.privateKey) },
+        mirrorUrl: net.mirrorUrl,
+      });
+      expect(JSON.stringify(file)).not.toContain(op.privateKey);
+      expect(file.passportTokenId).not.toBe(net.config.passportTokenId); // a new collection
+      expect(Object.keys(file.topics).sort()).toEqual(['a2a', 'audit', 'directory', 'marketplace']);
+
+      const mirror = new MirrorClient(net.mirrorUrl);
+      const token = await mirror.get<Record<string, any>>(`/tokens/${file.passportTokenId}`);
+      expect(token).toMatchObject({ type: 'NON_FUNGIBLE_UNIQUE', treasury_account_id: op.accountId });
+      const opKey = Buffer.from(parsePrivateKey(op.privateKey).publicKey.toBytesRaw()).toString('hex');
+      for (const k of ['admin_key', 'supply_key', 'wipe_key', 'metadata_key']) expect(token![k].key).toBe(opKey);
+
+      const deploymentPath = path.join(dir, 'testnet-like.json');
+      fs.writeFileSync(deploymentPath, JSON.stringify(file));
+      const deployment = loadLedgerDeployment(testConfig({ LOCALNET_CONFIG_PATH: deploymentPath, HEDERA_OPERATOR_KEY: op.privateKey }));
+      expect(deployment.operator).toEqual({ accountId: op.accountId, privateKey: op.privateKey });
+      const minted = await mintNft(client, { tokenId: deployment.passportTokenId, metadata: [new TextEncoder().encode('ap/1 tier=bronze caps=api_call')] });
+      expect(minted.serials).toEqual(['1']); // ReceiptSummary carries serials as decimal strings
+    } finally {
+      client.close();
+    }
+  });
+});
