@@ -1,0 +1,38 @@
+/** Secrets sent to the API (admin token, signatures, private keys in bodies) never reach the log. */
+import { Writable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../api/app.js';
+import { testConfig } from '../support/app.js';
+
+describe('logging', () => {
+  it('logs requests at debug level without authorization, signatures or private keys', async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const app = await buildApp(
+      { config: testConfig({ LOG_LEVEL: 'trace', PAYLOAD_CODEC_KEY: randomBytes(32).toString('hex') }) },
+      { logger: { stream } },
+    );
+    const secret = `secret-${randomBytes(8).toString('hex')}`;
+    app.post('/__test/echo-fail', async (req) => {
+      req.log.info({ body: req.body }, 'handling');
+      throw new Error('boom');
+    });
+    await app.inject({
+      method: 'POST',
+      url: '/__test/echo-fail',
+      headers: { authorization: `Bearer ${secret}`, 'x-service-signature': `${secret}-sig`, 'payment-signature': `${secret}-pay` },
+      payload: { privateKey: `${secret}-pk`, posterPrivateKey: `${secret}-ppk`, note: 'visible' },
+    });
+    await app.close();
+    const log = lines.join('');
+    expect(log).toContain('visible'); // the body was logged...
+    expect(log).toContain('[redacted]'); // ...with its secret fields censored
+    expect(log).not.toContain(secret);
+  });
+});
