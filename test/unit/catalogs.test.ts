@@ -124,3 +124,27 @@ describe('fee catalog', () => {
     expect(marketFeeTinybars(10n * 100_000_000n, 250)).toBe(25_000_000n);
   });
 });
+
+describe('codes routes return', () => {
+  it('every ApiError code and errorBody code in api/ is in the catalog served at /api/meta/errors', async () => {
+    const fs = await import('node:fs');
+    const path = await import('node:path');
+    const { isCatalogCode } = await import('../../domain/errors.js');
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(p);
+        else if (p.endsWith('.ts')) files.push(p);
+      }
+    };
+    walk('api');
+    const used = new Set<string>();
+    for (const file of files) {
+      const text = fs.readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/(?:new ApiError|errorBody)\(\s*'([a-z0-9_]+)'/g)) used.add(m[1]);
+    }
+    expect(used.size).toBeGreaterThan(15);
+    expect([...used].filter((code) => !isCatalogCode(code))).toEqual([]);
+  });
+});
