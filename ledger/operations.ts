@@ -16,6 +16,7 @@ import {
   ScheduleSignTransaction,
   Timestamp,
   TokenId,
+  TokenBurnTransaction,
   TokenMintTransaction,
   TokenUpdateNftsTransaction,
   TokenWipeTransaction,
@@ -172,6 +173,11 @@ export function buildNftTransfer(p: { tokenId: string; serial: number | bigint |
     AccountId.fromString(p.from),
     AccountId.fromString(p.to),
   );
+}
+
+/** Burns NFTs the treasury holds (e.g. a minted passport that could not be delivered). */
+export function buildBurnNft(p: { tokenId: string; serials: (number | bigint | string)[] }): TokenBurnTransaction {
+  return new TokenBurnTransaction().setTokenId(TokenId.fromString(p.tokenId)).setSerials(p.serials.map((s) => Long.fromString(String(s))));
 }
 
 export function buildWipeNft(p: { tokenId: string; accountId: string; serials: (number | bigint | string)[] }): TokenWipeTransaction {

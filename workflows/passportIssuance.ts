@@ -7,7 +7,8 @@
  *
  * Saga: when the mint or the delivery fails for good (a final ledger status, or the bounded retries
  * are used up) the payment is refunded (refundPayment) and the result says so; the API answers 502
- * execution_failed with the refund transaction.
+ * execution_failed with the refund transaction. A passport minted but never delivered is burned
+ * first (burnUndeliveredPassport), so the treasury keeps no orphan NFT.
  */
 import { workflowInfo } from '@temporalio/workflow';
 import type { Capability } from '../domain/capabilities.js';
@@ -51,7 +52,7 @@ export async function passportIssuance(input: PassportIssuanceInput): Promise<Pa
   // runs under the same workflow id but pays with another payment
   const keyBase = `${workflowInfo().workflowId}/${payment.transactionId}`;
   let step: 'mint' | 'deliver' = 'mint';
-  let minted: { tokenId: string; serial: number; transactionId: string };
+  let minted: { tokenId: string; serial: number; transactionId: string } | undefined;
   let delivered: { transactionId: string };
   try {
     minted = await steps.mintPassport({ idempotencyKey: `${keyBase}/mint`, tier: input.tier, capabilities: input.capabilities });
@@ -60,6 +61,7 @@ export async function passportIssuance(input: PassportIssuanceInput): Promise<Pa
   } catch (err) {
     if (!isActivityFailure(err)) throw err;
     const reason = `${step} failed: ${failureReason(err)}`;
+    if (minted) await durable.burnUndeliveredPassport({ idempotencyKey: `${keyBase}/burn`, serial: minted.serial });
     const refund = await durable.refundPayment({ paymentTransactionId: payment.transactionId, reason });
     return { status: 'refunded', failedStep: step, reason, refundTransactionId: refund.refundTransactionId };
   }

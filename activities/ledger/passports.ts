@@ -11,7 +11,15 @@ import { encodePassportMetadata } from '../../domain/passportMetadata.js';
 import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
-import { buildHbarTransfer, buildMintNft, buildNftTransfer, buildTopicMessage, buildUpdateNftMetadata, buildWipeNft } from '../../ledger/operations.js';
+import {
+  buildBurnNft,
+  buildHbarTransfer,
+  buildMintNft,
+  buildNftTransfer,
+  buildTopicMessage,
+  buildUpdateNftMetadata,
+  buildWipeNft,
+} from '../../ledger/operations.js';
 import { findPaymentByTransactionId, markPaymentRefunded } from '../../db/queries/payments.js';
 import { markRequestRefunded } from '../../db/queries/passports.js';
 import type { PassportAuditEvent } from '../../workflows/passportIds.js';
@@ -70,6 +78,17 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
         kind: 'nft_transfer',
         build: () => buildNftTransfer({ tokenId, serial: input.serial, from: deployment.treasury, to: input.to }),
       }),
+    );
+    return { transactionId: r.transactionId };
+  }
+
+  /**
+   * Compensation of a delivery that failed for good: burns the minted passport, which is still in
+   * the treasury, so no orphan NFT is left behind. Idempotent per key like every ledger write.
+   */
+  async function burnUndeliveredPassport(input: { idempotencyKey: string; serial: number }): Promise<{ transactionId: string }> {
+    const r = await ledgerCall('burn', () =>
+      submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_burn', build: () => buildBurnNft({ tokenId, serials: [input.serial] }) }),
     );
     return { transactionId: r.transactionId };
   }
@@ -136,7 +155,7 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
     return { refundTransactionId: r.transactionId, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
   }
 
-  return { mintPassport, deliverPassport, publishAudit, updatePassportMetadata, wipePassport, refundPayment };
+  return { mintPassport, deliverPassport, burnUndeliveredPassport, publishAudit, updatePassportMetadata, wipePassport, refundPayment };
 }
 
 export type PassportLedgerActivities = ReturnType<typeof createPassportLedgerActivities>;

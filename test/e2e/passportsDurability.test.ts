@@ -11,7 +11,7 @@ const HBAR = 100_000_000n;
 
 describe('passport issuance durability', () => {
   let ps: PassportStack;
-  const hooks: { beforeMint?: (input: MintPassportInput) => Promise<void>; afterMint?: () => Promise<void> } = {};
+  const hooks: { beforeMint?: (input: MintPassportInput) => Promise<void>; afterMint?: () => Promise<void>; beforeDeliver?: () => Promise<void> } = {};
   const mintCalls: string[] = [];
   const activitiesWithHooks = () => ({
     mintPassport: async (input: MintPassportInput) => {
@@ -20,6 +20,10 @@ describe('passport issuance durability', () => {
       const minted = await ps.activities.mintPassport(input);
       await hooks.afterMint?.();
       return minted;
+    },
+    deliverPassport: async (input: Parameters<typeof ps.activities.deliverPassport>[0]) => {
+      await hooks.beforeDeliver?.();
+      return ps.activities.deliverPassport(input);
     },
   });
   const balance = async (accountId: string) => (await ps.stack.ledger.mirror.getHbarBalance(accountId))!;
@@ -125,6 +129,33 @@ describe('passport issuance durability', () => {
     expect(passport).toMatchObject({ tier: 'gold' });
     expect(before - (await balance(agent.accountId))).toBe(100n * HBAR);
     expect((await getJson(ps, `/did/${agent.did}`)).status).toBe(200);
+  });
+
+  it('a delivery that fails for good burns the minted NFT and refunds the payment', async () => {
+    const agent = ps.agents[5];
+    const before = await balance(agent.accountId);
+    const supplyBefore = (await tokenNfts()).length;
+    // The delivery fails with a final ledger status.
+    hooks.beforeDeliver = async () => {
+      throw ApplicationFailure.create({ message: 'simulated final delivery failure', type: 'LedgerError.ACCOUNT_FROZEN_FOR_TOKEN', nonRetryable: true });
+    };
+    try {
+      const r = await paidPost(ps, agent, '/passport/request', { tier: 'silver' });
+      expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([502, 'execution_failed']);
+      expect(r.body.refund).toBe('refunded');
+    } finally {
+      hooks.beforeDeliver = undefined;
+    }
+    expect(await balance(agent.accountId)).toBe(before);
+    expect(await nftsOf(agent.accountId)).toHaveLength(0);
+    // The NFT was minted, then burned: the mirror shows that serial deleted, and circulation is unchanged.
+    const [mint] = await ps.sql`select receipt from ledger_submissions where idempotency_key like ${`%passport:local:${agent.accountId}/%/mint`}`;
+    const serial = Number((mint.receipt as { serials: string[] }).serials[0]);
+    const nft = await ps.stack.ledger.mirror.getNft(ps.stack.deployment.passportTokenId, serial);
+    expect(nft).toMatchObject({ serial_number: serial, deleted: true });
+    expect((await tokenNfts()).length).toBe(supplyBefore);
+    const burns = await ps.sql`select status from ledger_submissions where idempotency_key like ${`%passport:local:${agent.accountId}/%/burn`}`;
+    expect(burns.map((b) => b.status)).toEqual(['succeeded']);
   });
 
   it('a request whose workflow outlasts the bounded wait answers 202 with a link to poll, then the passport appears there', async () => {
