@@ -45,14 +45,15 @@ export async function findOrInstallTemporalCli(log: (line: string) => void = con
         env: { ...process.env, GOBIN: cacheBinDir(), GOFLAGS: [process.env.GOFLAGS, '-buildvcs=false'].filter(Boolean).join(' ') },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
-      let lines = 0;
+      // `go install -x` prints every build step; show downloads and a heartbeat every 15 s.
+      const started = Date.now();
+      let steps = 0;
+      const heartbeat = setInterval(() => log(`  ...still building (${Math.round((Date.now() - started) / 1000)} s, ${steps} build steps)`), 15_000);
+      child.on('exit', () => clearInterval(heartbeat));
       const progress = (chunk: Buffer) => {
         for (const line of chunk.toString().split('\n')) {
           if (line.startsWith('go: downloading')) log(`  ${line}`);
-          else if (line.trim()) {
-            lines++;
-            if (lines % 200 === 0) log(`  ...still building (${lines} build steps so far)`);
-          }
+          else if (line.trim()) steps++;
         }
       };
       child.stdout.on('data', progress);
