@@ -20,7 +20,7 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import { ApiError } from '../errors.js';
 import type { ErrorCode } from '../../domain/errors.js';
 import { deletePendingPayment, findPaymentByTransactionId, insertPayment, markPaymentSettledIfVerified } from '../../db/queries/payments.js';
-import { decodePaymentTransaction } from '../../ledger/x402/verifyPayment.js';
+import { acceptedMatches, paymentTransactionOf } from '../../ledger/x402/verifyPayment.js';
 import { EXACT_SCHEME, HBAR_ASSET } from '../../ledger/x402/network.js';
 
 export interface PaymentTerms {
@@ -188,20 +188,11 @@ export function requirePayment(
     } catch {
       throw failed('Malformed PAYMENT-SIGNATURE header', 'Send base64 JSON { x402Version: 2, accepted, payload: { transaction } }');
     }
-    const a = payload?.accepted;
-    if (
-      payload?.x402Version !== 2 ||
-      !a ||
-      a.scheme !== requirements.scheme ||
-      a.network !== requirements.network ||
-      a.asset !== requirements.asset ||
-      a.amount !== requirements.amount ||
-      a.payTo !== requirements.payTo
-    ) {
+    if (payload?.x402Version !== 2 || !acceptedMatches(payload.accepted, requirements)) {
       throw required('The payment does not match the requirements of this request', 'Build a new payment for the requirements in PAYMENT-REQUIRED');
     }
     // The facilitator checks the transaction against the requirements WE rebuilt, never the client's copy.
-    const tx = decodePaymentTransaction((payload.payload as { transaction?: unknown } | undefined)?.transaction);
+    const tx = paymentTransactionOf(payload);
     const transactionId = tx?.transactionId?.toString();
     if (!tx || !transactionId) throw failed('The payment transaction cannot be decoded', 'Send payload.transaction as base64 transaction bytes');
 

@@ -42,7 +42,7 @@ import { CAPABILITIES, isCapability, type Capability } from '../../domain/capabi
 import { HEDERA_NETWORKS, isAccountId, isEntityId, parseHederaDid } from '../../domain/did.js';
 import { capabilitiesOutsideTier, isTier, tierEntry, tierPriceTinybars, TIERS, upgradePriceTinybars, type Tier } from '../../domain/tiers.js';
 import { checkTokenReceivable } from '../../ledger/operations.js';
-import { decodePaymentTransaction } from '../../ledger/x402/verifyPayment.js';
+import { paymentTransactionOf } from '../../ledger/x402/verifyPayment.js';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
 import {
   claimIssuance,
@@ -73,7 +73,7 @@ function paymentTransactionIdOf(request: FastifyRequest): string | null {
   if (typeof header !== 'string' || header.length === 0) return null;
   try {
     const payload = decodePaymentSignatureHeader(header);
-    const tx = decodePaymentTransaction((payload.payload as { transaction?: unknown } | undefined)?.transaction);
+    const tx = paymentTransactionOf(payload);
     return tx?.transactionId?.toString() ?? null;
   } catch {
     return null;

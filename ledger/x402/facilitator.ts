@@ -12,7 +12,7 @@ import { publicKeyFromMirror, type KeyType, parsePrivateKey } from '../keys.js';
 import type { MirrorClient } from '../mirror.js';
 import { queryReceipt } from '../operations.js';
 import { EXACT_SCHEME } from './network.js';
-import { verifyHederaPayment, type VerifyPolicy, type VerifyResult } from './verifyPayment.js';
+import { payloadTransactionBase64, verifyHederaPayment, type VerifyPolicy, type VerifyResult } from './verifyPayment.js';
 
 export interface SettlementRecord {
   bytesHash: string;
@@ -132,7 +132,7 @@ export class HederaExactFacilitator {
   }
 
   async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    const b64 = (payload?.payload as { transaction?: unknown } | undefined)?.transaction;
+    const b64 = payloadTransactionBase64(payload);
     const bytesHash = typeof b64 === 'string' ? sha256(b64) : '';
     // idempotency first: the same transaction settled before gives the same answer
     const pre = await this.check(payload, requirements, 'ignore');

@@ -101,6 +101,28 @@ export function decodePaymentTransaction(base64: unknown): Transaction | null {
   }
 }
 
+/** The base64 transaction of an exact-scheme payload ({ transaction: base64 }), undecoded. */
+export function payloadTransactionBase64(payload: PaymentPayload | undefined): unknown {
+  return (payload?.payload as { transaction?: unknown } | undefined)?.transaction;
+}
+
+/** The payment transaction of an exact-scheme payload; null when absent or not decodable. */
+export function paymentTransactionOf(payload: PaymentPayload | undefined): Transaction | null {
+  return decodePaymentTransaction(payloadTransactionBase64(payload));
+}
+
+/** The client built its payment for exactly these requirements (scheme, network, asset, amount, payTo). */
+export function acceptedMatches(accepted: PaymentRequirements | undefined, requirements: PaymentRequirements): boolean {
+  return (
+    !!accepted &&
+    accepted.scheme === requirements.scheme &&
+    accepted.network === requirements.network &&
+    accepted.asset === requirements.asset &&
+    accepted.amount === requirements.amount &&
+    accepted.payTo === requirements.payTo
+  );
+}
+
 /** Static checks of the requirements themselves (asset, network, ids). */
 export function checkRequirements(requirements: PaymentRequirements, policy: VerifyPolicy): VerifyResult | null {
   if (requirements.scheme !== EXACT_SCHEME) return fail('unsupported_scheme', `scheme ${requirements.scheme} is not supported`);
@@ -126,19 +148,11 @@ export async function verifyHederaPayment(
 ): Promise<VerifyResult> {
   const reqProblem = checkRequirements(requirements, policy);
   if (reqProblem) return reqProblem;
-  const accepted = paymentPayload?.accepted;
-  if (
-    !accepted ||
-    accepted.scheme !== requirements.scheme ||
-    accepted.network !== requirements.network ||
-    accepted.asset !== requirements.asset ||
-    accepted.amount !== requirements.amount ||
-    accepted.payTo !== requirements.payTo
-  ) {
+  if (!acceptedMatches(paymentPayload?.accepted, requirements)) {
     return fail('requirements_mismatch', 'the payment was built for different requirements');
   }
 
-  const tx = decodePaymentTransaction((paymentPayload.payload as { transaction?: unknown } | undefined)?.transaction);
+  const tx = paymentTransactionOf(paymentPayload);
   if (!tx) return fail('invalid_payload', 'payload.transaction is not a base64 Hedera transaction');
   return verifyDecodedTransaction(tx, requirements, policy, deps);
 }
