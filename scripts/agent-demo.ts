@@ -6,7 +6,7 @@
  * passport-upgrade:... workflows.
  */
 import fs from 'node:fs';
-import { PrivateKey } from '@hashgraph/sdk';
+import { parsePrivateKey, signBytes } from '../ledger/keys.js';
 import { createPayingFetch } from '../ledger/x402/clientScheme.js';
 
 const cfg = JSON.parse(fs.readFileSync(process.env.LOCALNET_CONFIG_PATH ?? '.data/localnet.json', 'utf8'));
@@ -17,12 +17,12 @@ type Agent = { accountId: string; did: string; keyType: 'ED25519' | 'ECDSA'; pri
 async function signedHeaders(agent: Agent): Promise<Record<string, string>> {
   const res = await fetch(`${api}/auth/challenge?did=${encodeURIComponent(agent.did)}`);
   const { challenge } = (await res.json()) as { challenge: string };
-  const key = agent.keyType === 'ECDSA' ? PrivateKey.fromStringECDSA(agent.privateKey) : PrivateKey.fromStringDer(agent.privateKey);
+  const key = parsePrivateKey(agent.privateKey, agent.keyType);
   return {
     'content-type': 'application/json',
     'x-service-did': agent.did,
     'x-service-challenge': encodeURIComponent(challenge),
-    'x-service-signature': Buffer.from(key.sign(new TextEncoder().encode(challenge))).toString('hex'),
+    'x-service-signature': Buffer.from(signBytes(key, challenge)).toString('hex'),
   };
 }
 

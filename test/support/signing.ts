@@ -1,6 +1,6 @@
 /** Client side of DID signature authentication, as an agent would do it. */
 import type { FastifyInstance } from 'fastify';
-import { PrivateKey } from '@hashgraph/sdk';
+import { parsePrivateKey, signBytes } from '../../ledger/keys.js';
 
 export interface TestAgent {
   accountId: string;
@@ -10,8 +10,7 @@ export interface TestAgent {
 }
 
 export function signChallenge(agent: TestAgent, challenge: string): string {
-  const key = agent.keyType === 'ECDSA' ? PrivateKey.fromStringECDSA(agent.privateKey) : PrivateKey.fromStringDer(agent.privateKey);
-  return Buffer.from(key.sign(new TextEncoder().encode(challenge))).toString('hex');
+  return Buffer.from(signBytes(parsePrivateKey(agent.privateKey, agent.keyType), challenge)).toString('hex');
 }
 
 /** Fetches a challenge and returns the three signature headers. */
