@@ -1,7 +1,7 @@
 /**
  * One-time set-up of the service's ledger objects on a public network (testnet, mainnet,
  * previewnet) with an operator account: the passport NFT collection (treasury, supply, wipe,
- * metadata and admin keys = the operator's) and the four topics (directory, audit, a2a,
+ * metadata, freeze and admin keys = the operator's) and the four topics (directory, audit, a2a,
  * marketplace). Returns the deployment description the API and the worker read
  * (LOCALNET_CONFIG_PATH); localnet writes the same shape for itself. Treasury, payTo and escrow
  * are the operator account unless given.
@@ -38,6 +38,9 @@ export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<D
     .setSupplyKey(key)
     .setWipeKey(key)
     .setMetadataKey(key)
+    // non-transferable passports: each holder's relationship is frozen after delivery
+    .setFreezeKey(key)
+    .setFreezeDefault(false)
     .setMaxTransactionFee(new Hbar(50))
     .execute(client);
   const tokenId = (await token.getReceipt(client)).tokenId!.toString();

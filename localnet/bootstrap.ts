@@ -105,6 +105,9 @@ export async function bootstrap(engine: Engine, genesisKey: PrivateKey): Promise
       .setSupplyKey(opKey)
       .setWipeKey(opKey)
       .setMetadataKey(opKey)
+      // passports are non-transferable: the service freezes each holder's relationship after delivery
+      .setFreezeKey(opKey)
+      .setFreezeDefault(false)
       .setTokenMemo('agent passport'),
   );
   const passportTokenId = ent(tokenRec.tokenId!);

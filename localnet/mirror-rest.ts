@@ -14,7 +14,7 @@ import {
   type Ns,
 } from './ids.js';
 import { keyKind, type Key } from './signatures.js';
-import { AUTO_RENEW_PERIOD, type Account, type Nft, type TopicMessage, type TxRecord } from './state.js';
+import { AUTO_RENEW_PERIOD, freezeStatus, type Account, type Nft, type TopicMessage, type TxRecord } from './state.js';
 import { RUNNING_HASH_VERSION } from './handlers/consensus.js';
 import type { Engine } from './engine.js';
 
@@ -260,7 +260,7 @@ export function createMirror(engine: Engine) {
             balance: owned.get(t) ?? 0,
             created_timestamp: nsToMirror(rel.createdNs),
             decimals: 0,
-            freeze_status: 'NOT_APPLICABLE',
+            freeze_status: freezeStatus(st.tokens.get(t), rel.frozen),
             kyc_status: 'NOT_APPLICABLE',
             token_id: ent(t),
           }));
@@ -284,7 +284,7 @@ export function createMirror(engine: Engine) {
           deleted: t.deleted,
           expiry_timestamp: Number(t.expiryNs),
           fee_schedule_key: keyJson(t.feeScheduleKey),
-          freeze_default: false,
+          freeze_default: t.freezeDefault,
           freeze_key: keyJson(t.freezeKey),
           initial_supply: '0',
           kyc_key: keyJson(t.kycKey),

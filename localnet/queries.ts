@@ -17,12 +17,14 @@ import {
   txIdToProto,
 } from './ids.js';
 import { primitiveFromId } from './signatures.js';
-import { AUTO_RENEW_PERIOD, LEDGER_ID, type TxRecord } from './state.js';
+import { AUTO_RENEW_PERIOD, LEDGER_ID, freezeStatus, type FreezeStatus, type TxRecord } from './state.js';
 import { RUNNING_HASH_VERSION } from './handlers/consensus.js';
 import { isExpired } from './handlers/schedule.js';
 import type { Engine } from './engine.js';
 
 const ANSWER_ONLY = 0;
+/** HAPI TokenFreezeStatus values. */
+const FREEZE_STATUS: Record<FreezeStatus, number> = { NOT_APPLICABLE: 0, FROZEN: 1, UNFROZEN: 2 };
 const COST_ANSWER = 2;
 
 /** Query case -> Response case (names differ for a few contract queries). */
@@ -153,6 +155,7 @@ const QUERIES: Record<string, QueryDef> = {
               balance: L(owned.get(t) ?? 0n),
               decimals: 0,
               automaticAssociation: rel.automatic,
+              freezeStatus: FREEZE_STATUS[freezeStatus(e.state.tokens.get(t), rel.frozen)],
             })),
             memo: a.memo,
             ownedNfts: L(ownedTotal),
@@ -185,7 +188,7 @@ const QUERIES: Record<string, QueryDef> = {
             freezeKey: t.freezeKey,
             wipeKey: t.wipeKey,
             supplyKey: t.supplyKey,
-            defaultFreezeStatus: 0,
+            defaultFreezeStatus: FREEZE_STATUS[freezeStatus(t, t.freezeDefault)],
             defaultKycStatus: 0,
             deleted: t.deleted,
             autoRenewAccount: t.autoRenewAccount !== null ? accountId(t.autoRenewAccount) : null,

@@ -17,6 +17,8 @@ export const MAX_SCHEDULE_LIFETIME_NS = 62n * 24n * 3600n * 1_000_000_000n;
 export interface TokenRel {
   automatic: boolean;
   createdNs: Ns;
+  /** Transfers of the token from or to this account fail (ACCOUNT_FROZEN_FOR_TOKEN); tokens with a freeze key only. */
+  frozen: boolean;
 }
 
 export interface Account {
@@ -51,6 +53,8 @@ export interface Token {
   metadataKey: Key | null;
   kycKey: Key | null;
   freezeKey: Key | null;
+  /** New associations start frozen (only with a freeze key). */
+  freezeDefault: boolean;
   pauseKey: Key | null;
   feeScheduleKey: Key | null;
   metadata: Uint8Array;
@@ -191,4 +195,12 @@ export class LedgerState {
     const a = this.accounts.get(n);
     return a && !a.deleted ? a : undefined;
   }
+}
+
+export type FreezeStatus = 'NOT_APPLICABLE' | 'FROZEN' | 'UNFROZEN';
+
+/** A relationship's freeze status (the mirror's names): NOT_APPLICABLE for a token without a freeze key. */
+export function freezeStatus(t: Token | undefined, frozen: boolean): FreezeStatus {
+  if (!t?.freezeKey) return 'NOT_APPLICABLE';
+  return frozen ? 'FROZEN' : 'UNFROZEN';
 }

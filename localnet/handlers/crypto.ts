@@ -5,6 +5,7 @@ import { accountNum, tokenNum } from '../ids.js';
 import { isValidKey, type Key } from '../signatures.js';
 import { AUTO_RENEW_PERIOD, type Account, type LedgerState } from '../state.js';
 import { fail, type ApplyCtx, type Handler } from './types.js';
+import { newTokenRel } from './token.js';
 
 function mustAccount(state: LedgerState, n: number, status: number = Status.INVALID_ACCOUNT_ID): Account {
   const a = n >= 0 ? state.accounts.get(n) : undefined;
@@ -156,13 +157,18 @@ export const cryptoTransfer: Handler = {
         const cur = owner.get(k) ?? nft!.owner;
         const sender = mustAccount(state, from);
         if (!sender.tokens.has(token)) fail(Status.TOKEN_NOT_ASSOCIATED_TO_ACCOUNT);
+        // A frozen relationship neither sends nor receives (Hedera: ACCOUNT_FROZEN_FOR_TOKEN).
+        if (sender.tokens.get(token)!.frozen) fail(Status.ACCOUNT_FROZEN_FOR_TOKEN);
         if (cur !== from) fail(Status.SENDER_DOES_NOT_OWN_NFT_SERIAL_NO);
         const recv = mustAccount(state, to);
+        if (recv.tokens.get(token)?.frozen) fail(Status.ACCOUNT_FROZEN_FOR_TOKEN);
         if (!recv.tokens.has(token) && !newAssoc.get(to)?.has(token)) {
           const used = usedSlots.get(to) ?? recv.usedAutoAssociations;
           if (recv.maxAutoAssociations === 0) fail(Status.TOKEN_NOT_ASSOCIATED_TO_ACCOUNT);
           if (recv.maxAutoAssociations !== -1 && used >= recv.maxAutoAssociations)
             fail(Status.NO_REMAINING_AUTOMATIC_ASSOCIATIONS);
+          // an automatic association would start frozen: Hedera refuses it the same way
+          if (t!.freezeKey && t!.freezeDefault) fail(Status.ACCOUNT_FROZEN_FOR_TOKEN);
           usedSlots.set(to, used + 1);
           if (!newAssoc.has(to)) newAssoc.set(to, new Set());
           newAssoc.get(to)!.add(token);
@@ -180,7 +186,7 @@ export const cryptoTransfer: Handler = {
     for (const [acct, tokens] of newAssoc) {
       const a = state.accounts.get(acct)!;
       for (const token of tokens) {
-        a.tokens.set(token, { automatic: true, createdNs: ctx.consensusNs });
+        a.tokens.set(token, newTokenRel(state.tokens.get(token)!, true, ctx.consensusNs));
         a.usedAutoAssociations++;
         ctx.rec.autoAssociations.push({ token, account: acct });
       }

@@ -8,7 +8,9 @@ import {
   tokenBurn,
   tokenCreate,
   tokenDissociate,
+  tokenFreeze,
   tokenMint,
+  tokenUnfreeze,
   tokenUpdateNfts,
   tokenWipe,
 } from './token.js';
@@ -25,6 +27,8 @@ export const handlers: Record<string, Handler> = {
   tokenBurn,
   tokenWipe,
   tokenUpdateNfts,
+  tokenFreeze,
+  tokenUnfreeze,
   consensusCreateTopic: topicCreate,
   consensusSubmitMessage: topicSubmit,
   scheduleCreate,

@@ -1,9 +1,10 @@
-// HTS, non-fungible tokens only: create, associate, dissociate, mint, burn, wipe, update NFT metadata.
+// HTS, non-fungible tokens only: create, associate, dissociate, mint, burn, wipe, update NFT metadata,
+// freeze and unfreeze an account's relationship.
 import { Status, big, type StatusCode } from '../proto.js';
 import type { pb as P } from '../proto.js';
 import { accountNum, tokenNum, tsToNs } from '../ids.js';
 import { isValidKey, type Key } from '../signatures.js';
-import { AUTO_RENEW_PERIOD, type Account, type LedgerState, type Nft, type Token } from '../state.js';
+import { AUTO_RENEW_PERIOD, type Account, type LedgerState, type Nft, type Token, type TokenRel } from '../state.js';
 import { fail, type Handler } from './types.js';
 
 const MAX_METADATA = 100;
@@ -27,6 +28,14 @@ function token(state: LedgerState, id: P.ITokenID | null | undefined): Token {
 
 const keyOrNull = (k: P.IKey | null | undefined): Key | null => (k ? (k as Key) : null);
 
+/**
+ * A new account-token relationship, as Hedera makes it: frozen when the token has a freeze key and
+ * freezeDefault (the treasury's own relationship never starts frozen).
+ */
+export function newTokenRel(t: Token, automatic: boolean, ns: bigint, treasury = false): TokenRel {
+  return { automatic, createdNs: ns, frozen: !treasury && t.freezeKey !== null && t.freezeDefault };
+}
+
 export const tokenCreate: Handler = {
   name: 'TOKENCREATION',
   precheck(b: P.ITokenCreateTransactionBody) {
@@ -39,6 +48,7 @@ export const tokenCreate: Handler = {
     if (big(b.initialSupply) !== 0n) return Status.INVALID_TOKEN_INITIAL_SUPPLY;
     if ((b.decimals ?? 0) !== 0) return Status.INVALID_TOKEN_DECIMALS;
     if (!b.supplyKey) return Status.TOKEN_HAS_NO_SUPPLY_KEY;
+    if (b.freezeDefault && !b.freezeKey) return Status.TOKEN_HAS_NO_FREEZE_KEY;
     const checks: [P.IKey | null | undefined, number][] = [
       [b.adminKey, Status.INVALID_ADMIN_KEY],
       [b.supplyKey, Status.INVALID_SUPPLY_KEY],
@@ -85,6 +95,7 @@ export const tokenCreate: Handler = {
       metadataKey: keyOrNull(b.metadataKey),
       kycKey: keyOrNull(b.kycKey),
       freezeKey: keyOrNull(b.freezeKey),
+      freezeDefault: !!b.freezeKey && !!b.freezeDefault,
       pauseKey: keyOrNull(b.pauseKey),
       feeScheduleKey: keyOrNull(b.feeScheduleKey),
       metadata: new Uint8Array(b.metadata ?? []),
@@ -94,7 +105,7 @@ export const tokenCreate: Handler = {
       expiryNs: b.expiry ? tsToNs(b.expiry) : ctx.consensusNs + period * 1_000_000_000n,
       deleted: false,
     });
-    treasury.tokens.set(n, { automatic: false, createdNs: ctx.consensusNs });
+    treasury.tokens.set(n, newTokenRel(state.tokens.get(n)!, false, ctx.consensusNs, true));
     ctx.rec.autoAssociations.push({ token: n, account: treasuryNum });
     ctx.rec.tokenId = n;
     ctx.rec.entityId = n;
@@ -114,7 +125,7 @@ export const tokenAssociate: Handler = {
     const a = account(ctx.state, accountNum(b.account));
     const ts = (b.tokens ?? []).map((id) => token(ctx.state, id));
     for (const t of ts) if (a.tokens.has(t.num)) fail(Status.TOKEN_ALREADY_ASSOCIATED_TO_ACCOUNT);
-    for (const t of ts) a.tokens.set(t.num, { automatic: false, createdNs: ctx.consensusNs });
+    for (const t of ts) a.tokens.set(t.num, newTokenRel(t, false, ctx.consensusNs));
     ctx.rec.entityId = a.num;
   },
 };
@@ -234,6 +245,9 @@ export const tokenWipe: Handler = {
     const a = account(ctx.state, accountNum(b.account));
     if (a.num === t.treasury) fail(Status.CANNOT_WIPE_TOKEN_TREASURY_ACCOUNT);
     if (!a.tokens.has(t.num)) fail(Status.TOKEN_NOT_ASSOCIATED_TO_ACCOUNT);
+    // As hedera-services' TokenAccountWipeHandler (TokenHandlerHelper.getIfUsable on the relation):
+    // a frozen relationship cannot be wiped; unfreeze it first.
+    if (a.tokens.get(t.num)!.frozen) fail(Status.ACCOUNT_FROZEN_FOR_TOKEN);
     const serials = (b.serialNumbers ?? []).map(big);
     if (serials.length === 0 || big(b.amount) !== 0n) fail(Status.INVALID_WIPING_AMOUNT);
     removeNfts(ctx, t, a.num, serials, Status.ACCOUNT_DOES_NOT_OWN_WIPED_NFT);
@@ -267,3 +281,39 @@ export const tokenUpdateNfts: Handler = {
     ctx.rec.entityId = t.num;
   },
 };
+
+type FreezeBody = P.ITokenFreezeAccountTransactionBody | P.ITokenUnfreezeAccountTransactionBody;
+
+/**
+ * TokenFreezeAccount / TokenUnfreezeAccount: signed by the token's freeze key; the account must be
+ * associated. Idempotent as on Hedera: freezing a frozen relationship (or unfreezing an unfrozen
+ * one) is SUCCESS.
+ */
+function freezeHandler(name: string, frozen: boolean): Handler {
+  return {
+    name,
+    precheck(b: FreezeBody) {
+      if (tokenNum(b.token) < 0) return Status.INVALID_TOKEN_ID;
+      if (accountNum(b.account) < 0) return Status.INVALID_ACCOUNT_ID;
+      return Status.OK;
+    },
+    requiredKeys(state, b: FreezeBody) {
+      const t = state.tokens.get(tokenNum(b.token));
+      if (!t) return fail(Status.INVALID_TOKEN_ID);
+      if (!t.freezeKey) return fail(Status.TOKEN_HAS_NO_FREEZE_KEY);
+      return [t.freezeKey];
+    },
+    apply(ctx, b: FreezeBody) {
+      const a = account(ctx.state, accountNum(b.account));
+      const t = token(ctx.state, b.token);
+      if (!t.freezeKey) fail(Status.TOKEN_HAS_NO_FREEZE_KEY);
+      const rel = a.tokens.get(t.num);
+      if (!rel) return fail(Status.TOKEN_NOT_ASSOCIATED_TO_ACCOUNT);
+      rel.frozen = frozen;
+      ctx.rec.entityId = a.num;
+    },
+  };
+}
+
+export const tokenFreeze = freezeHandler('TOKENFREEZE', true);
+export const tokenUnfreeze = freezeHandler('TOKENUNFREEZE', false);
