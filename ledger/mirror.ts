@@ -237,6 +237,17 @@ export class MirrorClient {
     return this.get<MirrorNft>(`/tokens/${encodeURIComponent(tokenId)}/nfts/${serial.toString()}`);
   }
 
+  /**
+   * Who holds an NFT according to the ledger: the account id, or null when the NFT does not exist
+   * or was burned or wiped. Authorisation checks use this, never a database's copy of the owner.
+   * A mirror that cannot answer throws LedgerError MIRROR_UNAVAILABLE (retryable).
+   */
+  async getNftHolder(tokenId: string, serial: number | bigint): Promise<string | null> {
+    const nft = await this.getNft(tokenId, serial);
+    if (!nft || nft.deleted) return null;
+    return nft.account_id ?? null;
+  }
+
   /** Raw topic messages (unjoined), ascending, with sequence_number > afterSequence. */
   async getTopicMessages(topicId: string, options: { afterSequence?: number; limit?: number } = {}): Promise<MirrorTopicMessage[]> {
     const q = new URLSearchParams();

@@ -17,7 +17,9 @@ import {
   Timestamp,
   TokenId,
   TokenBurnTransaction,
+  TokenFreezeTransaction,
   TokenMintTransaction,
+  TokenUnfreezeTransaction,
   TokenUpdateNftsTransaction,
   TokenWipeTransaction,
   TopicId,
@@ -187,6 +189,16 @@ export function buildWipeNft(p: { tokenId: string; accountId: string; serials: (
     .setSerials(p.serials.map((s) => Long.fromString(String(s))));
 }
 
+/**
+ * Freezes (or unfreezes) an account's relationship with a token: while frozen, every transfer of the
+ * token from or to the account fails with ACCOUNT_FROZEN_FOR_TOKEN (and so does a wipe). The
+ * token's freeze key must sign. Idempotent on the ledger: freezing a frozen relationship succeeds.
+ */
+export function buildFreezeAccount(p: { tokenId: string; accountId: string; frozen: boolean }): TokenFreezeTransaction | TokenUnfreezeTransaction {
+  const tx = p.frozen ? new TokenFreezeTransaction() : new TokenUnfreezeTransaction();
+  return tx.setTokenId(TokenId.fromString(p.tokenId)).setAccountId(AccountId.fromString(p.accountId));
+}
+
 export function buildUpdateNftMetadata(p: { tokenId: string; serials: (number | bigint | string)[]; metadata: Uint8Array }): TokenUpdateNftsTransaction {
   checkMetadata(p.metadata);
   return new TokenUpdateNftsTransaction()
@@ -255,6 +267,10 @@ export async function transferNft(client: Client, p: Parameters<typeof buildNftT
 
 export async function wipeNft(client: Client, p: Parameters<typeof buildWipeNft>[0] & { wipeKey?: PrivateKey }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildWipeNft(p), p.wipeKey ? [p.wipeKey] : []);
+}
+
+export async function freezeAccount(client: Client, p: Parameters<typeof buildFreezeAccount>[0] & { freezeKey?: PrivateKey }): Promise<ReceiptSummary> {
+  return executeAndConfirm(client, buildFreezeAccount(p), p.freezeKey ? [p.freezeKey] : []);
 }
 
 export async function updateNftMetadata(client: Client, p: Parameters<typeof buildUpdateNftMetadata>[0] & { metadataKey?: PrivateKey }): Promise<ReceiptSummary> {

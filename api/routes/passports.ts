@@ -440,7 +440,12 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
           const auth = request.auth!;
           const passport = await findPassport(sql, ids.tokenId, ids.serial);
           if (!passport || passport.revoked_at) throw notFound(ids.tokenId, ids.serial);
-          if (passport.account_id !== auth.accountId) {
+          // The holder comes from the ledger (mirror), not from PostgreSQL's copy of the owner.
+          const holder = await ledger.mirror.getNftHolder(ids.tokenId, ids.serial).catch(() => {
+            throw new ApiError('service_unavailable', 'The ledger mirror could not be read to check who holds the passport', { hint: 'Retry after 30 seconds' });
+          });
+          if (holder === null) throw notFound(ids.tokenId, ids.serial);
+          if (holder !== auth.accountId) {
             throw new ApiError('passport_not_owned', `Passport ${ids.tokenId}/${ids.serial} is not owned by ${auth.did}`, { hint: `Sign with the account that owns ${ids.tokenId}/${ids.serial}` });
           }
           const requested = request.body.tier;
