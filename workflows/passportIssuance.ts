@@ -3,14 +3,15 @@
  * claimed the account before starting it, so the input names the settled payment (ids only).
  *
  *   confirmSettlement -> mintPassport (to the treasury, idempotent per payment)
- *   -> deliverPassport (treasury -> owner) -> publishAudit (passport.issued) -> recordPassport
+ *   -> deliverPassport (treasury -> owner) -> setPassportFrozen (the holder's relationship, so the
+ *   passport cannot be transferred) -> publishAudit (passport.issued) -> recordPassport
  *
  * Saga: when the mint or the delivery fails for good (a final ledger status, or the bounded retries
  * are used up) the payment is refunded (refundPayment) and the result says so; the API answers 502
  * execution_failed with the refund transaction. A passport minted but never delivered is burned
  * first (burnUndeliveredPassport), so the treasury keeps no orphan NFT.
  */
-import { workflowInfo } from '@temporalio/workflow';
+import { patched, workflowInfo } from '@temporalio/workflow';
 import type { Capability } from '../domain/capabilities.js';
 import type { Tier } from '../domain/tiers.js';
 import { failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
@@ -64,6 +65,12 @@ export async function passportIssuance(input: PassportIssuanceInput): Promise<Pa
     if (minted) await durable.burnUndeliveredPassport({ idempotencyKey: `${keyBase}/burn`, serial: minted.serial });
     const refund = await durable.refundPayment({ paymentTransactionId: payment.transactionId, reason });
     return { status: 'refunded', failedStep: step, reason, refundTransactionId: refund.refundTransactionId };
+  }
+  // Non-transferable: freeze the holder's relationship with the collection right after delivery
+  // (histories recorded before this step replay without it). A collection without a freeze key
+  // answers a final status, which does not undo a paid, delivered passport.
+  if (patched('passport-freeze-holder')) {
+    await durable.setPassportFrozen({ idempotencyKey: `${keyBase}/freeze`, accountId: input.accountId, frozen: true });
   }
 
   const issuedAt = Date.now(); // workflow time: deterministic on replay

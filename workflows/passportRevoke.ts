@@ -1,12 +1,13 @@
 /**
  * passportRevoke (id passport-revoke:{tokenId}:{serial}), started by POST /admin/revoke:
  *
- *   wipePassport (from the owner) -> publishAudit (passport.revoked, reason) -> markRevoked
+ *   setPassportFrozen(false) (unfreeze the holder: Hedera refuses to wipe a frozen relationship)
+ *   -> wipePassport (from the owner) -> publishAudit (passport.revoked, reason) -> markRevoked
  *
  * A wipe that fails for good fails the workflow (nothing was charged); the API answers 502.
  * Idempotency keys carry the run id, so an admin retry after a failed run tries a new wipe.
  */
-import { workflowInfo } from '@temporalio/workflow';
+import { patched, workflowInfo } from '@temporalio/workflow';
 import { passportActivities } from './passportCommon.js';
 import type { PassportWorkflowTimings } from './passportIds.js';
 
@@ -35,6 +36,10 @@ export async function passportRevoke(input: PassportRevokeInput): Promise<Passpo
   const { steps, durable } = passportActivities(input.timings);
   const info = workflowInfo();
   const keyBase = `${info.workflowId}/${info.runId}`;
+  if (patched('passport-revoke-unfreeze')) {
+    // a holder still frozen makes the wipe fail with ACCOUNT_FROZEN_FOR_TOKEN (the revoke then fails as today)
+    await steps.setPassportFrozen({ idempotencyKey: `${keyBase}/unfreeze`, accountId: input.accountId, serial: input.serial, frozen: false });
+  }
   const wiped = await steps.wipePassport({ idempotencyKey: `${keyBase}/wipe`, serial: input.serial, accountId: input.accountId });
   const revokedAt = Date.now();
   const reason = input.reason ?? null;

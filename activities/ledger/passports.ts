@@ -13,6 +13,7 @@ import type { Tier } from '../../domain/tiers.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import {
   buildBurnNft,
+  buildFreezeAccount,
   buildHbarTransfer,
   buildMintNft,
   buildNftTransfer,
@@ -83,6 +84,34 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
   }
 
   /**
+   * Freezes (frozen=true, right after delivery) or unfreezes (before a revocation's wipe) the
+   * holder's relationship with the passport collection: while frozen, a transfer of the passport
+   * fails with ACCOUNT_FROZEN_FOR_TOKEN, so passports are identity, not property. Idempotent per
+   * key, and the ledger itself answers SUCCESS to a repeat. A final ledger status (e.g.
+   * TOKEN_HAS_NO_FREEZE_KEY for a collection created before freeze keys) is returned, not thrown:
+   * the workflow decides; transient errors are retried. With `serial`, the account is the NFT's
+   * holder on the ledger (the mirror), falling back to `accountId` when the NFT is gone.
+   */
+  async function setPassportFrozen(input: { idempotencyKey: string; accountId: string; frozen: boolean; serial?: number }): Promise<{ transactionId: string | null; status: string; accountId: string }> {
+    const holder = input.serial === undefined ? null : await ledgerCall('read NFT', () => mirror.getNftHolder(tokenId, input.serial!));
+    const accountId = holder ?? input.accountId;
+    return ledgerCall(input.frozen ? 'freeze' : 'unfreeze', async () => {
+      try {
+        const r = await submitter.submit({
+          idempotencyKey: input.idempotencyKey,
+          kind: input.frozen ? 'token_freeze' : 'token_unfreeze',
+          build: () => buildFreezeAccount({ tokenId, accountId, frozen: input.frozen }),
+        });
+        return { transactionId: r.transactionId, status: r.receipt.status, accountId };
+      } catch (err) {
+        const le = err instanceof LedgerError ? err : toLedgerError(err);
+        if (le.retryable) throw le;
+        return { transactionId: le.transactionId ?? null, status: le.status, accountId };
+      }
+    });
+  }
+
+  /**
    * Compensation of a delivery that failed for good: burns the minted passport, which is still in
    * the treasury, so no orphan NFT is left behind. Idempotent per key like every ledger write.
    */
@@ -133,6 +162,22 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
   }
 
   /**
+   * A payment recorded 'verified' (its settlement was never confirmed here) is paid back only when
+   * the ledger shows it succeeded. Not on the mirror yet: retried (PaymentSettlementUnknown) until
+   * 10 minutes after its valid start, when it can no longer reach consensus; then, or when it failed
+   * on the ledger, PaymentNotSettled (final: nothing to refund).
+   */
+  async function requireSettledOnLedger(transactionId: string): Promise<void> {
+    const onLedger = await ledgerCall('read payment', () => mirror.getTransaction(transactionId));
+    if (onLedger?.result === 'SUCCESS') return;
+    const validStartMs = Number(/@(\d+)\./.exec(transactionId)?.[1] ?? 0) * 1000;
+    if (!onLedger && Date.now() < validStartMs + 10 * 60_000) {
+      throw ApplicationFailure.create({ message: `payment ${transactionId} is not on the ledger yet`, type: 'PaymentSettlementUnknown', nonRetryable: false });
+    }
+    throw ApplicationFailure.create({ message: `payment ${transactionId} did not succeed on the ledger (${onLedger?.result ?? 'not found'})`, type: 'PaymentNotSettled', nonRetryable: true });
+  }
+
+  /**
    * Pays a settled payment back (payTo -> payer, the exact amount) and records the refund on the
    * payment and on the request it paid for. Idempotent per payment.
    */
@@ -143,6 +188,7 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
       await markRequestRefunded(deps.sql, input.paymentTransactionId, payment.refund_transaction_id, input.reason);
       return { refundTransactionId: payment.refund_transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
     }
+    if (payment.status === 'verified') await requireSettledOnLedger(input.paymentTransactionId);
     const r = await ledgerCall('refund', () =>
       submitter.submit({
         idempotencyKey: `refund:${input.paymentTransactionId}`,
@@ -155,7 +201,7 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
     return { refundTransactionId: r.transactionId, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
   }
 
-  return { mintPassport, deliverPassport, burnUndeliveredPassport, publishAudit, updatePassportMetadata, wipePassport, refundPayment };
+  return { mintPassport, deliverPassport, setPassportFrozen, burnUndeliveredPassport, publishAudit, updatePassportMetadata, wipePassport, refundPayment };
 }
 
 export type PassportLedgerActivities = ReturnType<typeof createPassportLedgerActivities>;

@@ -46,7 +46,8 @@ describe('bootstrapNetwork', () => {
       const token = await mirror.get<Record<string, any>>(`/tokens/${file.passportTokenId}`);
       expect(token).toMatchObject({ type: 'NON_FUNGIBLE_UNIQUE', treasury_account_id: op.accountId });
       const opKey = Buffer.from(parsePrivateKey(op.privateKey).publicKey.toBytesRaw()).toString('hex');
-      for (const k of ['admin_key', 'supply_key', 'wipe_key', 'metadata_key']) expect(token![k].key).toBe(opKey);
+      for (const k of ['admin_key', 'supply_key', 'wipe_key', 'metadata_key', 'freeze_key']) expect(token![k].key).toBe(opKey);
+      expect(token!.freeze_default).toBe(false);
 
       const deploymentPath = path.join(dir, 'testnet-like.json');
       fs.writeFileSync(deploymentPath, JSON.stringify(file));

@@ -97,7 +97,8 @@ describe('mirror REST', () => {
       deleted: false,
     });
     const opKeyJson = { _type: 'ED25519', key: Buffer.from(opKey.publicKey.toBytesRaw()).toString('hex') };
-    for (const k of ['admin_key', 'supply_key', 'wipe_key', 'metadata_key']) expect(t.body[k]).toEqual(opKeyJson);
+    for (const k of ['admin_key', 'supply_key', 'wipe_key', 'metadata_key', 'freeze_key']) expect(t.body[k]).toEqual(opKeyJson);
+    expect(t.body.freeze_default).toBe(false); // holders are frozen one by one, after delivery
     expect(t.body.kyc_key).toBeNull();
     expect(t.body.created_timestamp).toMatch(TS);
 
@@ -126,7 +127,7 @@ describe('mirror REST', () => {
     const rels = await getJson(`${net.mirrorUrl}/accounts/${agent.accountId}/tokens?token.id=${tokenId}`);
     expect(rels.status).toBe(200);
     expect(rels.body.tokens).toHaveLength(1);
-    expect(rels.body.tokens[0]).toMatchObject({ token_id: tokenId, automatic_association: true, balance: 1, freeze_status: 'NOT_APPLICABLE' });
+    expect(rels.body.tokens[0]).toMatchObject({ token_id: tokenId, automatic_association: true, balance: 1, freeze_status: 'UNFROZEN' }); // the passport collection has a freeze key
     expect(rels.body.tokens[0].created_timestamp).toMatch(TS);
     expect(rels.body.links).toEqual({ next: null });
   });
