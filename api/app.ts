@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.js';
-import errorHandler from './plugins/errorHandler.js';
+import errorHandler, { answerFrameworkError } from './plugins/errorHandler.js';
 import rateLimitPlugin from './plugins/rateLimit.js';
 import securityPlugin from './plugins/security.js';
 import openapiPlugin from './plugins/openapi.js';
@@ -25,6 +25,10 @@ import didRoutes from './routes/did.js';
 import auditRoutes from './routes/audit.js';
 import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
+import { PROBE_ROUTES } from './plugins/rateLimit.js';
+import { codecTrusts } from './routes/codec.js';
+import { redactDeep } from './logRedaction.js';
+import { ApiError } from './errors.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -46,6 +50,16 @@ export const REDACT_PATHS = [
   '*.adminToken',
 ];
 
+/** A client's x-request-id is kept only when it is a short token; otherwise a fresh id is made. */
+export const CLIENT_REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** From now on every request answers 503 service_unavailable (graceful shutdown). */
+    markClosing(): void;
+  }
+}
+
 export interface BuildAppOptions {
   logger?: boolean | object;
 }
@@ -54,27 +68,56 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   const logger =
     opts.logger === false
       ? false
-      : { level: ctx.config.LOG_LEVEL, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(typeof opts.logger === 'object' ? opts.logger : {}) };
+      : {
+          level: ctx.config.LOG_LEVEL,
+          redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+          formatters: { log: (obj: Record<string, unknown>) => redactDeep(obj) },
+          ...(typeof opts.logger === 'object' ? opts.logger : {}) };
 
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: ctx.config.TRUST_PROXY,
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
-    return503OnClosing: true,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const id = req.headers['x-request-id'];
+      return typeof id === 'string' && CLIENT_REQUEST_ID.test(id) ? id : randomUUID();
+    },
+    // Answered by the onRequest hook below, in the error schema.
+    return503OnClosing: false,
+    // Malformed percent-encoding in the path, over-long path parameters: 400 in the error schema.
+    frameworkErrors: (error, request, reply) => answerFrameworkError(request.server, error, request, reply),
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  let closing = false;
+  app.decorate('markClosing', () => {
+    closing = true;
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new ApiError('service_unavailable', 'The server is shutting down', { hint: 'Retry after 30 seconds (another instance may answer sooner)' });
+    }
   });
 
   await app.register(errorHandler, { bodyLimit: BODY_LIMIT_BYTES });
   await app.register(securityPlugin, { corsOrigins: ctx.config.CORS_ORIGINS });
-  await app.register(rateLimitPlugin, { max: ctx.config.RATE_LIMIT_MAX, timeWindowMs: ctx.config.RATE_LIMIT_WINDOW_MS, redis: ctx.redis });
+  await app.register(rateLimitPlugin, {
+    max: ctx.config.RATE_LIMIT_MAX,
+    timeWindowMs: ctx.config.RATE_LIMIT_WINDOW_MS,
+    redis: ctx.redis,
+    exempt: (request) => {
+      const url = request.routeOptions.url;
+      return url !== undefined && (PROBE_ROUTES.has(url) || (url.startsWith('/codec/') && codecTrusts(ctx.config, request)));
+    },
+  });
   await app.register(openapiPlugin, { publicBaseUrl: ctx.config.PUBLIC_BASE_URL });
 
   await app.register(healthRoutes, { ctx });
@@ -85,7 +128,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   const { sql, ledger } = ctx;
   if (sql && ledger) {
     await app.register(signedRequestPlugin, { sql, keys: ledger.keys, network: ledger.deployment.network });
-    await app.register(authRoutes, { sql, network: ledger.deployment.network });
+    await app.register(authRoutes, { sql, network: ledger.deployment.network, sweepEveryMs: ctx.config.AUTH_CHALLENGE_SWEEP_MS });
     if (ledger.deployment.facilitatorUrl) {
       await app.register(x402Plugin, {
         sql,

@@ -39,8 +39,26 @@ export interface ErrorBody {
   [extra: string]: unknown;
 }
 
+/** Longest client-supplied value echoed in an error message (longer ones are cut, with an ellipsis). */
+export const ECHO_MAX_CHARS = 64;
+/** Safety net: no error message or hint is longer than this. */
+const TEXT_MAX_CHARS = 512;
+
+function cut(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/**
+ * A value the client sent, quoted and cut short, for use inside an error message or hint:
+ * echo('0.0.x') is '"0.0.x"'. Every place that repeats client input in an error uses it.
+ */
+export function echo(value: unknown, max = ECHO_MAX_CHARS): string {
+  const text = typeof value === 'string' ? value : String(value);
+  return JSON.stringify(cut(text, max));
+}
+
 export function errorBody(code: ErrorCode, message: string, hint?: string, extra?: Record<string, unknown>): ErrorBody {
-  const body: ErrorBody = { ...extra, error: message, code, retryable: isRetryable(errorEntry(code)) };
-  if (hint) body.hint = hint;
+  const body: ErrorBody = { ...extra, error: cut(message, TEXT_MAX_CHARS), code, retryable: isRetryable(errorEntry(code)) };
+  if (hint) body.hint = cut(hint, TEXT_MAX_CHARS);
   return body;
 }

@@ -2,7 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { AppContext } from './context.js';
-import { ApiError } from './errors.js';
+import { ApiError, echo } from './errors.js';
 import type { passportSchema } from './schemas/passports.js';
 import type { PassportRow } from '../db/queries/passports.js';
 import { isEntityId } from '../domain/did.js';
@@ -55,8 +55,8 @@ const SERIAL = /^[1-9]\d{0,15}$/;
 export function parsePassportIds(tokenId: unknown, serial: unknown): { tokenId: string; serial: number } {
   const t = String(tokenId ?? '');
   const s = String(serial ?? '');
-  if (!isEntityId(t)) throw new ApiError('invalid_request', `tokenId ${JSON.stringify(t)} is not a token id`, { hint: 'tokenId: expected shard.realm.num, e.g. 0.0.1234' });
-  if (!SERIAL.test(s) || !Number.isSafeInteger(Number(s))) throw new ApiError('invalid_request', `serial ${JSON.stringify(s)} is not a serial number`, { hint: 'serial: expected a positive integer' });
+  if (!isEntityId(t)) throw new ApiError('invalid_request', `tokenId ${echo(t)} is not a token id`, { hint: 'tokenId: expected shard.realm.num, e.g. 0.0.1234' });
+  if (!SERIAL.test(s) || !Number.isSafeInteger(Number(s))) throw new ApiError('invalid_request', `serial ${echo(s)} is not a serial number`, { hint: 'serial: expected a positive integer' });
   return { tokenId: t, serial: Number(s) };
 }
 

@@ -10,7 +10,7 @@ import { mirrorAccountKeys } from './auth/accountKeys.js';
 import type { LedgerContext } from './context.js';
 
 async function main() {
-  const config = loadConfig();
+  const config = loadConfig(process.env, { role: 'api' });
   const sql = config.DATABASE_URL ? createSql(config.DATABASE_URL) : undefined;
   const temporal = lazyTemporalClient(config);
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
@@ -31,6 +31,8 @@ async function main() {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, 'shutting down');
+    // Requests still arriving (keep-alive connections) get 503 service_unavailable in the error schema.
+    app.markClosing();
     await app.close();
     await temporal.close();
     await sql?.end({ timeout: 5 });

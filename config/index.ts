@@ -25,6 +25,8 @@ export const configSchema = z.object({
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
   REDIS_URL: z.url().optional(),
   ADMIN_TOKEN_SHA256: hex64.optional(),
+  /** How often each API instance deletes expired sign-in challenges. */
+  AUTH_CHALLENGE_SWEEP_MS: z.coerce.number().int().min(100).default(60_000),
 
   // PostgreSQL
   DATABASE_URL: z.url().optional(),
@@ -61,9 +63,26 @@ export const configSchema = z.object({
   // Registry keys
   REGISTER_DAILY_CAP_PER_IP: z.coerce.number().int().positive().default(5),
   SPONSORED_DAILY_BUDGET: z.coerce.number().int().min(0).default(100),
+
+  // Outbound fetches of client URLs (net/safeFetch.ts): true lifts the public-address rule (tests only)
+  TRUST_ALLOW_PRIVATE: bool.default(false),
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/** Which process reads the configuration: decides what production cannot start without. */
+export type ConfigRole = 'api' | 'worker';
+
+/**
+ * Variables a production process refuses to start without (NODE_ENV=production), so it never
+ * comes up with routes missing or the codec open: the admin token digest, the payload key, the
+ * database, the Temporal cluster and the ledger (operator, mirror, facilitator; the deployment file
+ * at LOCALNET_CONFIG_PATH is checked at start-up by ledger/deployment.ts).
+ */
+export const PRODUCTION_REQUIRED: Record<ConfigRole, readonly (keyof Config)[]> = {
+  api: ['ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL'],
+  worker: ['PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL'],
+};
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -72,15 +91,24 @@ export class ConfigError extends Error {
   }
 }
 
-/** Parses an environment (process.env by default); throws ConfigError listing every problem. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+/**
+ * Parses an environment (process.env by default); throws ConfigError listing every problem. With a
+ * role, NODE_ENV=production also requires that role's PRODUCTION_REQUIRED variables (scripts such
+ * as migrate pass no role and need only what they use).
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, opts: { role?: ConfigRole } = {}): Config {
   // Empty strings mean "unset": .env files often carry `NAME=` lines.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = configSchema.safeParse(cleaned);
-  if (parsed.success) return parsed.data;
-  const problems = parsed.error.issues.map((issue) => {
+  // Checked on the raw environment, so a malformed variable elsewhere does not hide these lines.
+  const missing =
+    opts.role && cleaned.NODE_ENV === 'production'
+      ? PRODUCTION_REQUIRED[opts.role].filter((name) => cleaned[name] === undefined).map((name) => `${name}: missing (required when NODE_ENV=production)`)
+      : [];
+  if (parsed.success && !missing.length) return parsed.data;
+  const problems = (parsed.success ? [] : parsed.error.issues).map((issue) => {
     const name = issue.path.join('.');
     return cleaned[name] === undefined ? `${name}: missing (${issue.message})` : `${name}: ${issue.message}`;
   });
-  throw new ConfigError(problems);
+  throw new ConfigError([...problems, ...missing]);
 }

@@ -26,37 +26,52 @@ export interface ErrorCatalogEntry {
   charge?: 'never';
 }
 
+/**
+ * affected_routes lists the routes (fastify paths, as in the route table) that really return the
+ * code today; '*' means any route (malformed requests, rate limit, shutdown, unexpected errors).
+ * A code of a feature not built yet lists none. test/api/catalogRoutes.test.ts checks every listed
+ * route exists and that the codes a route file throws are listed for its routes.
+ */
 const ALL = ['*'];
-const SIGNED = ['/agents/register', '/a2a/send', '/market/tasks'];
+const REQUEST = '/passport/request';
+const UPGRADE = '/passport/:tokenId/:serial/upgrade';
+const PASSPORT = '/passport/:tokenId/:serial';
+const REVOKE = '/admin/revoke';
+const CODEC = ['/codec/decode', '/codec/encode'];
+/** Routes guarded by DID signature authentication. */
+const SIGNED = [REQUEST, UPGRADE];
+/** Routes that run a workflow and wait for it. */
+const WORKFLOW = [REQUEST, UPGRADE, REVOKE];
+const NONE: string[] = [];
 
 export const SPEC_ERRORS = [
-  { code: 'policy_refusal', http_status: 409, agent_impact: 'The request was refused by policy before any work was done.', hint_template: 'Choose another subject or workflow; {reason}', affected_routes: ['/api/eaas/jobs/evaluate', '/api/<workflow-service>/*'], recovery_action: 'choose_alternative', charge: 'never' },
-  { code: 'insufficient_subject', http_status: 422, agent_impact: 'The subject cannot be evaluated as given.', hint_template: 'Provide a subject that can be evaluated: {detail}', affected_routes: ALL, recovery_action: 'change_request', charge: 'never' },
-  { code: 'execution_failed', http_status: 502, agent_impact: 'A platform or upstream step failed; any settled amount is refunded automatically.', hint_template: 'Retry the request; the refund of {amount} is automatic', affected_routes: ALL, recovery_action: 'retry_immediately', charge: 'never' },
-  { code: 'data_unavailable', http_status: 503, agent_impact: 'The live-data feed cannot serve now; refused before settlement.', hint_template: 'Retry shortly; free-tier answers may carry data_status stale since {stale_since}', affected_routes: ['/api/<feed>/*'], recovery_action: 'retry_immediately', charge: 'never' },
-  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: ['/passport/:tokenId/:serial'], recovery_action: 'choose_alternative' },
-  { code: 'passport_not_owned', http_status: 403, agent_impact: 'The wallet does not own this passport.', hint_template: 'Sign with the account that owns {tokenId}/{serial}', affected_routes: ['/passport/:tokenId/:serial/upgrade', '/agents/register'], recovery_action: 'not_authorized' },
-  { code: 'passport_payment_required', http_status: 402, agent_impact: 'An x402 payment is needed before the passport is issued.', hint_template: 'Pay {amount} to {payTo} through {facilitator} and retry with PAYMENT-SIGNATURE', affected_routes: ['/passport/request'], recovery_action: 'wait_and_retry' },
-  { code: 'passport_payment_failed', http_status: 400, agent_impact: 'The payment failed or was rejected by the facilitator.', hint_template: 'Build a fresh payment for the stated requirements: {reason}', affected_routes: ['/passport/request'], recovery_action: 'retry_immediately' },
-  { code: 'passport_already_exists', http_status: 409, agent_impact: 'The wallet already holds a passport.', hint_template: 'Use GET /passport/address/{accountId} or upgrade the existing passport', affected_routes: ['/passport/request'], recovery_action: 'choose_alternative' },
-  { code: 'passport_tier_invalid', http_status: 400, agent_impact: 'The tier does not exist.', hint_template: 'Use one of bronze, silver, gold, platinum (GET /catalog)', affected_routes: ['/passport/request', '/passport/:tokenId/:serial/upgrade'], recovery_action: 'change_request' },
-  { code: 'passport_upgrade_not_eligible', http_status: 400, agent_impact: 'The tier move is not allowed.', hint_template: 'Choose a tier above {currentTier}', affected_routes: ['/passport/:tokenId/:serial/upgrade'], recovery_action: 'change_request' },
-  { code: 'agent_already_registered', http_status: 409, agent_impact: 'The DID or name is already registered.', hint_template: 'Use another name or update the existing entry for {did}', affected_routes: ['/agents/register'], recovery_action: 'choose_alternative' },
-  { code: 'agent_not_found', http_status: 404, agent_impact: 'No agent matches.', hint_template: 'Check the DID or filters (name, capability, skill)', affected_routes: ['/agents', '/agents/:id'], recovery_action: 'change_request' },
-  { code: 'agent_capability_invalid', http_status: 400, agent_impact: 'A capability is outside the valid set.', hint_template: 'Use capabilities from api_call, payment, data_provide, data_consume, orchestration', affected_routes: ['/agents/register'], recovery_action: 'change_request' },
+  { code: 'policy_refusal', http_status: 409, agent_impact: 'The request was refused by policy before any work was done.', hint_template: 'Choose another subject or workflow; {reason}', affected_routes: NONE, recovery_action: 'choose_alternative', charge: 'never' },
+  { code: 'insufficient_subject', http_status: 422, agent_impact: 'The subject cannot be evaluated as given.', hint_template: 'Provide a subject that can be evaluated: {detail}', affected_routes: NONE, recovery_action: 'change_request', charge: 'never' },
+  { code: 'execution_failed', http_status: 502, agent_impact: 'A platform or upstream step failed; any settled amount is refunded automatically.', hint_template: 'Retry the request; the refund of {amount} is automatic', affected_routes: WORKFLOW, recovery_action: 'retry_immediately', charge: 'never' },
+  { code: 'data_unavailable', http_status: 503, agent_impact: 'The live-data feed cannot serve now; refused before settlement.', hint_template: 'Retry shortly; free-tier answers may carry data_status stale since {stale_since}', affected_routes: NONE, recovery_action: 'retry_immediately', charge: 'never' },
+  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE], recovery_action: 'choose_alternative' },
+  { code: 'passport_not_owned', http_status: 403, agent_impact: 'The wallet does not own this passport.', hint_template: 'Sign with the account that owns {tokenId}/{serial}', affected_routes: [UPGRADE], recovery_action: 'not_authorized' },
+  { code: 'passport_payment_required', http_status: 402, agent_impact: 'An x402 payment is needed before the passport is issued.', hint_template: 'Pay {amount} to {payTo} through {facilitator} and retry with PAYMENT-SIGNATURE', affected_routes: [REQUEST, UPGRADE], recovery_action: 'wait_and_retry' },
+  { code: 'passport_payment_failed', http_status: 400, agent_impact: 'The payment failed or was rejected by the facilitator.', hint_template: 'Build a fresh payment for the stated requirements: {reason}', affected_routes: [REQUEST, UPGRADE], recovery_action: 'retry_immediately' },
+  { code: 'passport_already_exists', http_status: 409, agent_impact: 'The wallet already holds a passport.', hint_template: 'Use GET /passport/address/{accountId} or upgrade the existing passport', affected_routes: [REQUEST], recovery_action: 'choose_alternative' },
+  { code: 'passport_tier_invalid', http_status: 400, agent_impact: 'The tier does not exist.', hint_template: 'Use one of bronze, silver, gold, platinum (GET /catalog)', affected_routes: [REQUEST, UPGRADE], recovery_action: 'change_request' },
+  { code: 'passport_upgrade_not_eligible', http_status: 400, agent_impact: 'The tier move is not allowed.', hint_template: 'Choose a tier above {currentTier}', affected_routes: [UPGRADE], recovery_action: 'change_request' },
+  { code: 'agent_already_registered', http_status: 409, agent_impact: 'The DID or name is already registered.', hint_template: 'Use another name or update the existing entry for {did}', affected_routes: NONE, recovery_action: 'choose_alternative' },
+  { code: 'agent_not_found', http_status: 404, agent_impact: 'No agent matches.', hint_template: 'Check the DID or filters (name, capability, skill)', affected_routes: ['/api/agent/:did/card'], recovery_action: 'change_request' },
+  { code: 'agent_capability_invalid', http_status: 400, agent_impact: 'A capability is outside the valid set.', hint_template: 'Use capabilities from api_call, payment, data_provide, data_consume, orchestration', affected_routes: NONE, recovery_action: 'change_request' },
   { code: 'auth_challenge_expired', http_status: 401, agent_impact: 'The challenge expired or was already used.', hint_template: 'Fetch a new challenge from GET /auth/challenge?did={did} and sign it', affected_routes: SIGNED, recovery_action: 'retry_immediately' },
   { code: 'auth_signature_invalid', http_status: 401, agent_impact: 'The signature check failed.', hint_template: 'Sign the exact challenge string with the key of {did}', affected_routes: SIGNED, recovery_action: 'change_request' },
   { code: 'auth_header_missing', http_status: 401, agent_impact: 'A signature header is missing.', hint_template: 'Send X-Service-DID, X-Service-Challenge and X-Service-Signature', affected_routes: SIGNED, recovery_action: 'change_request' },
-  { code: 'auth_did_unresolved', http_status: 401, agent_impact: 'The DID cannot be resolved.', hint_template: 'Use a DID of the form did:hedera:{network}:{accountId} for an existing account', affected_routes: ['/agents/register', '/a2a/send'], recovery_action: 'change_request' },
-  { code: 'market_task_not_found', http_status: 404, agent_impact: 'The task is missing.', hint_template: 'Check taskId {taskId} (GET /market/tasks)', affected_routes: ['/market/tasks/:taskId', '/market/tasks/:taskId/claim'], recovery_action: 'choose_alternative' },
-  { code: 'market_task_already_claimed', http_status: 409, agent_impact: 'The task is already claimed.', hint_template: 'Pick another posted task', affected_routes: ['/market/tasks/:taskId/claim'], recovery_action: 'choose_alternative' },
-  { code: 'market_task_not_claimed_by_agent', http_status: 403, agent_impact: 'The task is not claimed by this agent.', hint_template: 'Only the claimer of {taskId} may do this', affected_routes: ['/market/tasks/:taskId/complete'], recovery_action: 'change_request' },
-  { code: 'a2a_recipient_not_found', http_status: 404, agent_impact: 'The recipient DID is missing or has no inbox.', hint_template: 'Check the recipient {to} (GET /agents/{to})', affected_routes: ['/a2a/send'], recovery_action: 'change_request' },
-  { code: 'a2a_message_too_large', http_status: 413, agent_impact: 'The payload is over the maximum (256 KB).', hint_template: 'Send at most 256 KB; store larger payloads elsewhere and send a link', affected_routes: ['/a2a/send'], recovery_action: 'change_request' },
-  { code: 'agent_key_invalid', http_status: 401, agent_impact: 'The Bearer key is missing or malformed.', hint_template: 'Send Authorization: Bearer apk_<key> as issued by POST /api/v1/agents/register', affected_routes: ['/api/v1/agents/me'], recovery_action: 'change_request' },
-  { code: 'agent_key_revoked', http_status: 401, agent_impact: 'The key was revoked.', hint_template: 'Register again with POST /api/v1/agents/register', affected_routes: ['/api/v1/agents/me'], recovery_action: 'choose_alternative' },
-  { code: 'register_rate_limited', http_status: 429, agent_impact: 'The daily per-IP registration cap is exceeded (24 h window).', hint_template: 'Retry after {resetAt}', affected_routes: ['/api/v1/agents/register'], recovery_action: 'wait_and_retry' },
-  { code: 'sponsored_quota_exceeded', http_status: 429, agent_impact: 'The daily sponsored-mint budget is used up; it resets at the UTC day change.', hint_template: 'Retry after {resetAt} or register without owner', affected_routes: ['/api/v1/agents/register'], recovery_action: 'wait_and_retry' },
+  { code: 'auth_did_unresolved', http_status: 401, agent_impact: 'The DID cannot be resolved.', hint_template: 'Use a DID of the form did:hedera:{network}:{accountId} for an existing account', affected_routes: SIGNED, recovery_action: 'change_request' },
+  { code: 'market_task_not_found', http_status: 404, agent_impact: 'The task is missing.', hint_template: 'Check taskId {taskId} (GET /market/tasks)', affected_routes: NONE, recovery_action: 'choose_alternative' },
+  { code: 'market_task_already_claimed', http_status: 409, agent_impact: 'The task is already claimed.', hint_template: 'Pick another posted task', affected_routes: NONE, recovery_action: 'choose_alternative' },
+  { code: 'market_task_not_claimed_by_agent', http_status: 403, agent_impact: 'The task is not claimed by this agent.', hint_template: 'Only the claimer of {taskId} may do this', affected_routes: NONE, recovery_action: 'change_request' },
+  { code: 'a2a_recipient_not_found', http_status: 404, agent_impact: 'The recipient DID is missing or has no inbox.', hint_template: 'Check the recipient {to} (GET /agents/{to})', affected_routes: NONE, recovery_action: 'change_request' },
+  { code: 'a2a_message_too_large', http_status: 413, agent_impact: 'The payload is over the maximum (256 KB).', hint_template: 'Send at most 256 KB; store larger payloads elsewhere and send a link', affected_routes: NONE, recovery_action: 'change_request' },
+  { code: 'agent_key_invalid', http_status: 401, agent_impact: 'The Bearer key is missing or malformed.', hint_template: 'Send Authorization: Bearer apk_<key> as issued by POST /api/v1/agents/register', affected_routes: NONE, recovery_action: 'change_request' },
+  { code: 'agent_key_revoked', http_status: 401, agent_impact: 'The key was revoked.', hint_template: 'Register again with POST /api/v1/agents/register', affected_routes: NONE, recovery_action: 'choose_alternative' },
+  { code: 'register_rate_limited', http_status: 429, agent_impact: 'The daily per-IP registration cap is exceeded (24 h window).', hint_template: 'Retry after {resetAt}', affected_routes: NONE, recovery_action: 'wait_and_retry' },
+  { code: 'sponsored_quota_exceeded', http_status: 429, agent_impact: 'The daily sponsored-mint budget is used up; it resets at the UTC day change.', hint_template: 'Retry after {resetAt} or register without owner', affected_routes: NONE, recovery_action: 'wait_and_retry' },
   { code: 'rate_limit_exceeded', http_status: 429, agent_impact: 'Over 60 requests per minute from this IP.', hint_template: 'Wait until X-RateLimit-Reset ({resetAt}) and retry', affected_routes: ALL, recovery_action: 'wait_and_retry' },
   { code: 'internal_server_error', http_status: 500, agent_impact: 'An unexpected error occurred.', hint_template: 'Retry; quote request id {requestId} if it persists', affected_routes: ALL, recovery_action: 'retry_immediately' },
   { code: 'service_unavailable', http_status: 503, agent_impact: 'Maintenance or ledger network trouble.', hint_template: 'Retry after 30 seconds', affected_routes: ALL, recovery_action: 'wait_and_retry' },
@@ -68,11 +83,11 @@ export const SERVICE_ERRORS = [
   { code: 'route_not_found', http_status: 404, agent_impact: 'No route matches this method and path.', hint_template: 'See GET /openapi.json for the routes', affected_routes: ALL, recovery_action: 'change_request' },
   { code: 'payload_too_large', http_status: 413, agent_impact: 'The request body is over the size limit.', hint_template: 'Send at most {limit} bytes', affected_routes: ALL, recovery_action: 'change_request' },
   { code: 'unsupported_media_type', http_status: 415, agent_impact: 'The body is not in a supported content type.', hint_template: 'Send Content-Type: application/json', affected_routes: ALL, recovery_action: 'change_request' },
-  { code: 'admin_auth_required', http_status: 401, agent_impact: 'The admin route needs a token.', hint_template: 'Send Authorization: Bearer <admin token>', affected_routes: ['/admin/*'], recovery_action: 'not_authorized' },
-  { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: ['/admin/*'], recovery_action: 'not_authorized' },
+  { code: 'admin_auth_required', http_status: 401, agent_impact: 'The admin route needs a token.', hint_template: 'Send Authorization: Bearer <admin token>', affected_routes: [REVOKE, ...CODEC], recovery_action: 'not_authorized' },
+  { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: [REVOKE, ...CODEC], recovery_action: 'not_authorized' },
   { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: SIGNED, recovery_action: 'change_request' },
-  { code: 'passport_already_revoked', http_status: 409, agent_impact: 'The passport is already revoked.', hint_template: 'Nothing to do: {tokenId}/{serial} was revoked at {revokedAt}', affected_routes: ['/admin/revoke'], recovery_action: 'no_action' },
-  { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: ALL, recovery_action: 'wait_and_retry' },
+  { code: 'passport_already_revoked', http_status: 409, agent_impact: 'The passport is already revoked.', hint_template: 'Nothing to do: {tokenId}/{serial} was revoked at {revokedAt}', affected_routes: [REVOKE], recovery_action: 'no_action' },
+  { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: WORKFLOW, recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
 
 export type SpecErrorCode = (typeof SPEC_ERRORS)[number]['code'];

@@ -21,7 +21,7 @@ async function signedHeaders(agent: Agent): Promise<Record<string, string>> {
   return {
     'content-type': 'application/json',
     'x-service-did': agent.did,
-    'x-service-challenge': encodeURIComponent(challenge),
+    'x-service-challenge': challenge,
     'x-service-signature': Buffer.from(signBytes(key, challenge)).toString('hex'),
   };
 }

@@ -13,7 +13,7 @@ import { randomBytes, createHash } from 'node:crypto';
 import { loadConfig } from '../config/index.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { resolvePostgres } from './lib/postgres.js';
-import { startTemporalDevServer } from './lib/temporalServer.js';
+import { devLauncherTemporalOptions, startTemporalDevServer } from './lib/temporalServer.js';
 import { killAllChildren, startChild, type ManagedChild } from './lib/children.js';
 import { waitForPort } from './lib/ports.js';
 
@@ -67,10 +67,7 @@ const STAGES: Stage[] = [
     async start(): Promise<StageResult> {
       if (config.TEMPORAL_ADDRESS) return { env: { TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS }, urls: { Temporal: `${config.TEMPORAL_ADDRESS} (external)` } };
       const server = await startTemporalDevServer({
-        port: Number(process.env.TEMPORAL_PORT ?? 7233),
-        uiPort: Number(process.env.TEMPORAL_UI_PORT ?? 8233),
-        dbFile: path.join(DATA, 'temporal.sqlite'),
-        codecEndpoint: `http://localhost:${config.PORT}/codec`,
+        ...devLauncherTemporalOptions({ apiPort: config.PORT, temporalPort: process.env.TEMPORAL_PORT, uiPort: process.env.TEMPORAL_UI_PORT, dataDir: DATA }),
         log: log('temporal'),
       });
       return { env: { TEMPORAL_ADDRESS: server.address }, urls: { 'Temporal frontend': server.address, 'Temporal Web UI': server.uiUrl! }, stop: server.stop };

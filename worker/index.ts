@@ -9,7 +9,7 @@ import { connectWorker, createWorker } from './createWorker.js';
 import { startChainIndexersOnce } from '../activities/evm/indexerControl.js';
 
 async function main() {
-  const config = loadConfig();
+  const config = loadConfig(process.env, { role: 'worker' });
   if (!config.DATABASE_URL) throw new ConfigError(['DATABASE_URL: missing (the worker needs PostgreSQL)']);
   const sql = createSql(config.DATABASE_URL);
   let ledger: LedgerActivityDeps | undefined;

@@ -3,7 +3,7 @@
  * with a catalog code. Unexpected errors are logged with the request id and answered without
  * internals.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ApiError, errorBody } from '../errors.js';
@@ -38,6 +38,26 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
   FST_ERR_CTP_EMPTY_TYPE: { code: 'unsupported_media_type', message: 'Content-Type header is empty' },
   FST_ERR_CTP_INVALID_TYPE: { code: 'unsupported_media_type', message: 'Content-Type header is invalid' },
 };
+
+/**
+ * Fastify's `frameworkErrors`: a path whose percent-encoding cannot be decoded, or a path parameter
+ * over the router's length limit, never reaches routing or hooks. It is answered 400 in the error
+ * schema, after being counted by the rate limit like any other request.
+ */
+export function answerFrameworkError(app: FastifyInstance, error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
+  const badRequest = () => {
+    const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment is too long' : 'The URL path is not valid percent-encoding';
+    const hint = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'Path parameters are at most 100 characters' : 'Encode reserved characters as %XX with two hex digits (e.g. % as %25)';
+    reply.code(400).send(errorBody('invalid_request', message, hint));
+  };
+  const limited = app.hasDecorator('limitBadUrl') ? app.limitBadUrl(request, reply) : Promise.resolve();
+  limited.then(badRequest, (err: unknown) => {
+    if (!(err instanceof ApiError)) return badRequest();
+    if (err.headers) reply.headers(err.headers);
+    reply.code(err.status).send(errorBody(err.code, err.message, err.hint));
+  });
+}
 
 export default fp(async function errorHandler(app: FastifyInstance, opts: { bodyLimit: number }) {
   app.setNotFoundHandler((request, reply) => {

@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../context.js';
-import { ApiError } from '../errors.js';
+import { ApiError, echo } from '../errors.js';
 import { errorResponses } from '../schemas/common.js';
 import { buildDidDocument } from '../../domain/didDocument.js';
 import { parseHederaDid } from '../../domain/did.js';
@@ -43,14 +43,14 @@ const didRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
       schema: {
         tags: ['dids'],
         summary: 'Resolve a ledger DID to its W3C DID document (404 when no active passport backs it)',
-        params: z.object({ did: z.string() }),
+        params: z.object({ did: z.string().max(128) }),
         response: { 200: didDocumentSchema, ...errorResponses(400, 404, 500, 503) },
       },
     },
     async (request) => {
-      const did = decodeURIComponent(request.params.did);
+      const did = request.params.did; // fastify already decoded the path parameter
       const parsed = parseHederaDid(did);
-      if (!parsed) throw new ApiError('invalid_request', `${JSON.stringify(did)} is not a valid DID`, { hint: `did: expected did:hedera:${network}:<shard.realm.num>` });
+      if (!parsed) throw new ApiError('invalid_request', `${echo(did)} is not a valid DID`, { hint: `did: expected did:hedera:${network}:<shard.realm.num>` });
       const hit = state.didCache.get(did);
       if (hit && hit.until > Date.now()) return hit.body as z.infer<typeof didDocumentSchema>;
       const missing = () => new ApiError('passport_not_found', `No active passport backs ${did}`, { hint: 'Request a passport with POST /passport/request' });

@@ -1,4 +1,9 @@
-/** GET /health (liveness: the process answers) and GET /health/ready (PostgreSQL and Temporal answer). */
+/**
+ * GET /health (liveness: the process answers) and GET /health/ready (PostgreSQL and Temporal answer).
+ * Neither is rate-limited (api/plugins/rateLimit.ts). A failing readiness check names the dependency
+ * ("postgres", "temporal") but never its raw error, which may carry hosts or credentials: that goes
+ * to the log only, with the request id.
+ */
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../context.js';
@@ -19,7 +24,7 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-const checkSchema = z.object({ ok: z.boolean(), error: z.string().optional() });
+const checkSchema = z.object({ ok: z.boolean() });
 
 const healthRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   app.get(
@@ -37,14 +42,15 @@ const healthRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         response: { 200: z.object({ status: z.literal('ready'), checks: z.record(z.string(), checkSchema) }), ...errorResponses(503) },
       },
     },
-    async () => {
-      const checks: Record<string, { ok: boolean; error?: string }> = {};
+    async (request) => {
+      const checks: Record<string, { ok: boolean }> = {};
       const run = async (name: string, fn: () => Promise<unknown>) => {
         try {
           await withTimeout(fn(), CHECK_TIMEOUT_MS);
           checks[name] = { ok: true };
         } catch (err) {
-          checks[name] = { ok: false, error: (err as Error).message };
+          checks[name] = { ok: false };
+          request.log.warn({ dependency: name, err }, 'readiness check failed');
         }
       };
       await Promise.all([
@@ -60,7 +66,8 @@ const healthRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
       ]);
       const failing = Object.entries(checks).filter(([, c]) => !c.ok);
       if (failing.length) {
-        throw new ApiError('service_unavailable', 'Not ready', { hint: failing.map(([n, c]) => `${n}: ${c.error}`).join('; ') });
+        const names = failing.map(([n]) => n).join(', ');
+        throw new ApiError('service_unavailable', `Not ready: ${names} unavailable`, { hint: `Retry after 30 seconds; failing: ${names}` });
       }
       return { status: 'ready' as const, checks };
     },

@@ -21,7 +21,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { decodePaymentSignatureHeader } from '@x402/core/http';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { ApiError } from '../errors.js';
+import { ApiError, echo } from '../errors.js';
 import { passportState, scopedWorkflowId, WORKFLOW_WAIT_MS } from '../passportState.js';
 import { notFound, parsePassportIds, passportJson, passportLinks, publicBase, hashScanLink } from '../passportViews.js';
 import { isPending, pendingReply, startOrAttach, waitForResult } from '../workflowCalls.js';
@@ -234,7 +234,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
           const body = request.body;
           await authenticate(request, body.did);
           const auth = request.auth!;
-          if (!isTier(body.tier)) throw new ApiError('passport_tier_invalid', `Unknown tier ${JSON.stringify(body.tier)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
+          if (!isTier(body.tier)) throw new ApiError('passport_tier_invalid', `Unknown tier ${echo(body.tier)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
           const tier = body.tier;
           const requested = body.capabilities ?? tierEntry(tier).capabilities;
           const unknown = requested.filter((c) => !isCapability(c));
@@ -318,12 +318,12 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
       schema: {
         tags: ['passports'],
         summary: 'Passports of an owner account (active first, then revoked ones with active=false)',
-        params: z.object({ address: z.string() }),
+        params: z.object({ address: z.string().max(128) }),
         response: { 200: addressPassportsSchema, ...errorResponses(400, 500) },
       },
     },
     async (request) => {
-      const raw = decodeURIComponent(request.params.address ?? '').trim();
+      const raw = (request.params.address ?? '').trim(); // fastify already decoded the path parameter
       const accountId = isAccountId(raw) ? raw : parseHederaDid(raw)?.accountId;
       if (!accountId) throw new ApiError('invalid_request', 'address is missing or not an account id', { hint: 'address: expected an account id such as 0.0.1234 (or a did:hedera DID)' });
       const rows = await listPassportsByAccount(sql, accountId);
@@ -365,7 +365,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
       const q = request.query;
       if (!q.tokenId && !q.env) throw new ApiError('invalid_request', 'tokenId or env is required', { hint: `tokenId: e.g. ${tokenId}; env: one of ${HEDERA_NETWORKS.join(', ')}` });
       if (q.tokenId && !isEntityId(q.tokenId)) throw new ApiError('invalid_request', 'tokenId is not a token id', { hint: 'tokenId: expected shard.realm.num' });
-      if (q.env && !(HEDERA_NETWORKS as readonly string[]).includes(q.env)) throw new ApiError('invalid_request', `env ${JSON.stringify(q.env)} is not a ledger network`, { hint: `env: one of ${HEDERA_NETWORKS.join(', ')}` });
+      if (q.env && !(HEDERA_NETWORKS as readonly string[]).includes(q.env)) throw new ApiError('invalid_request', `env ${echo(q.env)} is not a ledger network`, { hint: `env: one of ${HEDERA_NETWORKS.join(', ')}` });
       const { rows, total } = await listPassports(sql, { network: q.env, tokenId: q.tokenId, limit: q.limit, offset: q.offset });
       const base = publicBase(ctx, request);
       const passports = rows.map((r) => passportJson(r, network, base));
@@ -449,7 +449,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
             throw new ApiError('passport_not_owned', `Passport ${ids.tokenId}/${ids.serial} is not owned by ${auth.did}`, { hint: `Sign with the account that owns ${ids.tokenId}/${ids.serial}` });
           }
           const requested = request.body.tier;
-          if (!isTier(requested)) throw new ApiError('passport_tier_invalid', `Unknown tier ${JSON.stringify(requested)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
+          if (!isTier(requested)) throw new ApiError('passport_tier_invalid', `Unknown tier ${echo(requested)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
           const oldTier = passport.tier as Tier;
           const paymentTxId = paymentTransactionIdOf(request);
           if (paymentTxId) {

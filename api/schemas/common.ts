@@ -18,10 +18,21 @@ export const linkMapSchema = z.record(z.string(), z.object({ href: z.string(), m
 export const tierSchema = z.enum(TIERS);
 export const capabilitySchema = z.enum(CAPABILITIES);
 
-/** limit default 20, max 100; offset >= 0 (DESIGN.md section 6). */
+/**
+ * Bounds on strings the API accepts (issue 8): every client string has a maximum length, so no
+ * oversized value reaches a query, the ledger or an error message.
+ */
+export const LIMITS = { did: 128, tier: 32, capability: 32, entityId: 32, serial: 20, url: 512, network: 16, reason: 500 } as const;
+export const didString = z.string().min(1).max(LIMITS.did);
+export const entityIdString = z.string().min(1).max(LIMITS.entityId);
+export const tierString = z.string().min(1).max(LIMITS.tier);
+/** An http(s) URL (no javascript:, data:, file: ...). */
+export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(LIMITS.url);
+
+/** limit default 20, max 100; offset >= 0 and at most 10^9 (DESIGN.md section 6). */
 export const paginationQuery = {
   limit: z.coerce.number().int().min(1).max(100).default(20),
-  offset: z.coerce.number().int().min(0).default(0),
+  offset: z.coerce.number().int().min(0).max(1_000_000_000).default(0),
 };
 
 /** Error responses a route documents, keyed by status. */

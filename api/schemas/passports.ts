@@ -1,13 +1,13 @@
 /** zod schemas of the passport, DID, audit, admin and x402-discovery routes (SPEC sections 2 and 4.1). */
 import { z } from 'zod';
-import { linkMapSchema, paginationQuery } from './common.js';
+import { LIMITS, didString, entityIdString, httpUrl, linkMapSchema, paginationQuery, tierString } from './common.js';
 
 export const passportRequestBodySchema = z
   .object({
-    did: z.string().min(1).optional().describe('The requesting DID; when given it must equal the signing DID (X-Service-DID)'),
-    tier: z.string().min(1).describe('bronze, silver, gold or platinum (GET /catalog)'),
-    capabilities: z.array(z.string()).max(16).optional().describe("A subset of the tier's capabilities; default: all of them"),
-    endpoint: z.url().max(512).optional().describe("The agent's service endpoint, published in its DID document"),
+    did: didString.optional().describe('The requesting DID; when given it must equal the signing DID (X-Service-DID)'),
+    tier: tierString.describe('bronze, silver, gold or platinum (GET /catalog)'),
+    capabilities: z.array(z.string().max(LIMITS.capability)).max(16).optional().describe("A subset of the tier's capabilities; default: all of them"),
+    endpoint: httpUrl.optional().describe("The agent's service endpoint (http or https), published in its DID document"),
   })
   .strict()
   .meta({ id: 'PassportRequest' });
@@ -41,7 +41,7 @@ export const passportSchema = z
   })
   .meta({ id: 'Passport' });
 
-export const passportPathParams = z.object({ tokenId: z.string(), serial: z.string() });
+export const passportPathParams = z.object({ tokenId: z.string().max(LIMITS.entityId), serial: z.string().max(LIMITS.serial) });
 
 export const addressPassportsSchema = z
   .object({ address: z.string(), passports: z.array(passportSchema), count: z.number().int() })
@@ -49,8 +49,8 @@ export const addressPassportsSchema = z
 
 export const passportsQuerySchema = z
   .object({
-    tokenId: z.string().optional().describe('Passport collection token id, e.g. 0.0.1234'),
-    env: z.string().optional().describe('Ledger network name: local, testnet, mainnet or previewnet'),
+    tokenId: entityIdString.optional().describe('Passport collection token id, e.g. 0.0.1234'),
+    env: z.string().max(LIMITS.network).optional().describe('Ledger network name: local, testnet, mainnet or previewnet'),
     ...paginationQuery,
   })
   .strict();
@@ -67,8 +67,8 @@ export const passportListSchema = z
 
 export const upgradeBodySchema = z
   .object({
-    did: z.string().min(1).optional().describe('The requesting DID; when given it must equal the signing DID'),
-    tier: z.string().min(1).describe('The new tier, strictly above the current one'),
+    did: didString.optional().describe('The requesting DID; when given it must equal the signing DID'),
+    tier: tierString.describe('The new tier, strictly above the current one'),
   })
   .strict()
   .meta({ id: 'PassportUpgradeRequest' });
@@ -109,9 +109,9 @@ export const auditResponseSchema = z.object({ events: z.array(auditEventSchema) 
 
 export const revokeBodySchema = z
   .object({
-    tokenId: z.string().min(1),
-    serial: z.union([z.number().int(), z.string().regex(/^\d+$/)]),
-    reason: z.string().max(500).optional(),
+    tokenId: entityIdString,
+    serial: z.union([z.number().int().min(1).max(Number.MAX_SAFE_INTEGER), z.string().max(LIMITS.serial).regex(/^\d+$/)]),
+    reason: z.string().max(LIMITS.reason).optional(),
   })
   .strict()
   .meta({ id: 'RevokeRequest' });

@@ -24,8 +24,19 @@ export async function isChallengeUsable(sql: Sql, challenge: string, did: string
   return rows.length === 1;
 }
 
-/** Housekeeping: expired challenges are useless; drop them in batches. */
-export async function deleteExpiredChallenges(sql: Sql, olderThan: Date): Promise<number> {
-  const rows = await sql`delete from auth_challenges where expires_at < ${olderThan} returning 1`;
-  return rows.length;
+/**
+ * Housekeeping: expired challenges are useless (used or not); deletes those that expired before
+ * `olderThan`, at most `batch` rows per statement so a backlog never holds a long lock. Returns
+ * how many rows went.
+ */
+export async function deleteExpiredChallenges(sql: Sql, olderThan: Date, batch = 5_000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const rows = await sql`
+      delete from auth_challenges
+      where challenge in (select challenge from auth_challenges where expires_at < ${olderThan} limit ${batch})
+      returning 1`;
+    total += rows.length;
+    if (rows.length < batch) return total;
+  }
 }

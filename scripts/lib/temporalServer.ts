@@ -13,14 +13,37 @@ export interface TemporalDevServer {
   stop(): Promise<void>;
 }
 
-export async function startTemporalDevServer(opts: {
+export interface TemporalDevServerOptions {
   port: number;
   uiPort?: number;
   /** SQLite file; omitted means in-memory (tests). */
   dbFile?: string;
+  /** Remote codec the Web UI calls to decode payloads (--ui-codec-endpoint). */
   codecEndpoint?: string;
   log?: (line: string) => void;
-}): Promise<TemporalDevServer> {
+}
+
+/** The dev launcher's Temporal: fixed ports from the environment, SQLite under .data, the UI decoding through the API's codec. */
+export function devLauncherTemporalOptions(env: { apiPort: number; temporalPort?: string; uiPort?: string; dataDir: string }): TemporalDevServerOptions {
+  return {
+    port: Number(env.temporalPort ?? 7233),
+    uiPort: Number(env.uiPort ?? 8233),
+    dbFile: path.join(env.dataDir, 'temporal.sqlite'),
+    codecEndpoint: `http://localhost:${env.apiPort}/codec`,
+  };
+}
+
+/** Arguments of `temporal server start-dev` (checked against CLI v1.5.1's --help). */
+export function temporalDevServerArgs(opts: TemporalDevServerOptions): string[] {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--log-level', 'warn', '--namespace', 'default'];
+  if (opts.uiPort) args.push('--ui-port', String(opts.uiPort), '--ui-ip', '127.0.0.1');
+  else args.push('--headless');
+  if (opts.dbFile) args.push('--db-filename', opts.dbFile);
+  if (opts.codecEndpoint && opts.uiPort) args.push('--ui-codec-endpoint', opts.codecEndpoint);
+  return args;
+}
+
+export async function startTemporalDevServer(opts: TemporalDevServerOptions): Promise<TemporalDevServer> {
   const log = opts.log ?? (() => {});
   const cli = await findOrInstallTemporalCli(log);
   const address = `127.0.0.1:${opts.port}`;
@@ -31,14 +54,8 @@ export async function startTemporalDevServer(opts: {
     });
     return { address, uiUrl: opts.uiPort ? `http://localhost:${opts.uiPort}` : undefined, stop: () => env.teardown() };
   }
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--log-level', 'warn', '--namespace', 'default'];
-  if (opts.uiPort) args.push('--ui-port', String(opts.uiPort), '--ui-ip', '127.0.0.1');
-  else args.push('--headless');
-  if (opts.dbFile) {
-    fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
-    args.push('--db-filename', opts.dbFile);
-  }
-  if (opts.codecEndpoint) args.push('--ui-codec-endpoint', opts.codecEndpoint);
+  if (opts.dbFile) fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+  const args = temporalDevServerArgs(opts);
   const child = startChild('temporal', cli, args, { output: (line) => log(`temporal: ${line}`) });
   const exitedEarly = child.exited.then((code) => {
     throw new Error(`temporal dev server exited with code ${code}`);

@@ -32,13 +32,37 @@ describe('health and readiness', () => {
     }
   });
 
-  it('GET /health/ready is 503 service_unavailable naming the failing dependency', async () => {
-    const app = await buildTestApp({}, { sql, temporal: async () => Promise.reject(new Error('connection refused')) });
+  it('GET /health/ready is 503 service_unavailable naming the failing dependency, never its raw error', async () => {
+    const raw = 'connect ECONNREFUSED 10.1.2.3:7233 user=temporal-admin';
+    const app = await buildTestApp({}, { sql, temporal: async () => Promise.reject(new Error(raw)) });
     try {
       const res = await app.inject('/health/ready');
       expect(res.statusCode).toBe(503);
       expect(res.json().code).toBe('service_unavailable');
-      expect(res.json().hint).toContain('temporal: connection refused');
+      expect(res.json().hint).toContain('temporal');
+      expect(res.json().hint).not.toContain('postgres');
+      expect(res.body).not.toContain('ECONNREFUSED');
+      expect(res.body).not.toContain('10.1.2.3');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('GET /health and /health/ready are never rate-limited, even after the address used up its window', async () => {
+    const app = await buildTestApp({ RATE_LIMIT_MAX: '3' }, { sql, temporal: async () => Promise.reject(new Error('down')) });
+    try {
+      const base = await app.listen({ host: '127.0.0.1', port: 0 });
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) statuses.push((await fetch(`${base}/catalog`)).status);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      for (let i = 0; i < 5; i++) {
+        const live = await fetch(`${base}/health`);
+        expect(live.status).toBe(200);
+        // Not counted, so no rate-limit headers either (decision: probes are outside the limiter).
+        expect(live.headers.get('x-ratelimit-remaining')).toBeNull();
+        expect((await fetch(`${base}/health/ready`)).status).toBe(503); // temporal down: 503, not 429
+      }
+      expect((await fetch(`${base}/catalog`)).status).toBe(429); // the window is still used up
     } finally {
       await app.close();
     }

@@ -20,7 +20,7 @@ export async function signedHeaders(app: FastifyInstance, agent: TestAgent): Pro
   const { challenge } = res.json() as { challenge: string };
   return {
     'x-service-did': agent.did,
-    'x-service-challenge': encodeURIComponent(challenge),
+    'x-service-challenge': challenge, // one line of printable ASCII: sent raw
     'x-service-signature': signChallenge(agent, challenge),
   };
 }
