@@ -4,7 +4,7 @@
  * workflow is still running, never a hanging request.
  */
 import type { FastifyReply } from 'fastify';
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { AppContext } from './context.js';
 import { ApiError, errorBody } from './errors.js';
 
@@ -37,13 +37,38 @@ export async function waitForResult<T>(handle: WorkflowHandle, waitMs: number): 
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<typeof PENDING>((resolve) => {
     timer = setTimeout(() => resolve(PENDING), waitMs);
+/** The workflow ended without a result (failed, terminated, cancelled, timed out): 502 execution_failed. */
+export class WorkflowRunFailed extends ApiError {
+  constructor(readonly workflowId: string, readonly failure: unknown) {
+    super('execution_failed', `Workflow ${workflowId} failed`, { hint: 'Retry the request; no passport change was made' });
+  }
+}
+
+/**
+ * Whether the latest run of a workflow id is running: true, false (closed or never started), or
+ * null when Temporal cannot be asked (then nothing may be concluded).
+ */
+export async function workflowRunning(ctx: AppContext, workflowId: string): Promise<boolean | null> {
+  let client: Client;
+  try {
+    client = await temporalClient(ctx);
+  } catch {
+    return null;
+  }
+  try {
+    const d = await client.workflow.getHandle(workflowId).describe();
+    return d.status.name === 'RUNNING';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    return null;
+  }
+}
+
   });
   try {
     return await Promise.race([result, timeout]);
   } catch (err) {
-    if (err instanceof WorkflowFailedError) {
-      throw new ApiError('execution_failed', `Workflow ${handle.workflowId} failed`, { hint: 'Retry the request; no passport change was made' });
-    }
+    if (err instanceof WorkflowFailedError) throw new WorkflowRunFailed(handle.workflowId, err);
     throw new ApiError('service_unavailable', 'The workflow result could not be read', { hint: `Poll again later (workflow ${handle.workflowId})` });
   } finally {
     clearTimeout(timer);
@@ -65,4 +90,3 @@ export function pendingReply(reply: FastifyReply, workflowId: string, pollUrl: s
     });
 }
 
-/** The transaction id of the payment in PAYMENT-SIGNATURE, or null when absent or undecodable. */

@@ -40,3 +40,30 @@ export function failureReason(err: unknown): string {
 export function isActivityFailure(err: unknown): err is ActivityFailure {
   return err instanceof ActivityFailure;
 }
+
+/** How a request that cannot go on ended for its payment. */
+export type PaymentOutcome = { status: 'refunded'; refundTransactionId: string } | { status: 'released' };
+
+/**
+ * Pays back the payment of a request that cannot go on (refundPayment is idempotent per payment,
+ * and marks the request 'refunded'); when there is nothing to refund (no settled payment, here or
+ * on the ledger) or the refund fails for good, releases the claim instead ('failed', with the
+ * reason), so no request stays pending once its workflow is over.
+ */
+export async function refundOrRelease(
+  durable: ReturnType<typeof passportActivities>['durable'],
+  paymentTransactionId: string,
+  reason: string,
+): Promise<PaymentOutcome> {
+  try {
+    const r = await durable.refundPayment({ paymentTransactionId, reason });
+    return { status: 'refunded', refundTransactionId: r.refundTransactionId };
+  } catch (err) {
+    if (!isActivityFailure(err)) throw err;
+    await durable.releaseClaim({ paymentTransactionId, reason: `${reason}; not refunded: ${failureReason(err)}` });
+    return { status: 'released' };
+  }
+}
+
+/** patched() id of the release-or-refund of a request whose payment confirmation failed. */
+export const UNCONFIRMED_PAYMENT_PATCH = 'refund-or-release-unconfirmed-payment';

@@ -3,6 +3,8 @@
  * claimed the account before starting it, so the input names the settled payment (ids only).
  *
  *   confirmSettlement -> mintPassport (to the treasury, idempotent per payment)
+ *   (confirmSettlement refusing: the payment is refunded, or the claim released when no settled
+ *   payment exists; the result says which, failedStep 'confirmSettlement')
  *   -> deliverPassport (treasury -> owner) -> setPassportFrozen (the holder's relationship, so the
  *   passport cannot be transferred) -> publishAudit (passport.issued) -> recordPassport
  *
@@ -14,7 +16,7 @@
 import { patched, workflowInfo } from '@temporalio/workflow';
 import type { Capability } from '../domain/capabilities.js';
 import type { Tier } from '../domain/tiers.js';
-import { failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
+import { failureReason, isActivityFailure, passportActivities, refundOrRelease, UNCONFIRMED_PAYMENT_PATCH } from './passportCommon.js';
 import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
 
 export interface PassportIssuanceInput {
@@ -42,12 +44,21 @@ export type PassportIssuanceResult =
       deliverTransactionId: string;
       auditTransactionId: string;
     }
-  | { status: 'refunded'; failedStep: 'mint' | 'deliver'; reason: string; refundTransactionId: string };
+  | { status: 'refunded'; failedStep: 'confirmSettlement' | 'mint' | 'deliver'; reason: string; refundTransactionId: string }
+  /** confirmSettlement refused and no settled payment was found to refund: the claim is released ('failed') */
+  | { status: 'released'; failedStep: 'confirmSettlement'; reason: string };
 
 export async function passportIssuance(input: PassportIssuanceInput): Promise<PassportIssuanceResult> {
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
-  await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
+  try {
+    await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
+  } catch (err) {
+    // before the patch the workflow failed here and left its claim pending for good
+    if (!isActivityFailure(err) || !patched(UNCONFIRMED_PAYMENT_PATCH)) throw err;
+    const reason = `confirmSettlement failed: ${failureReason(err)}`;
+    return { ...(await refundOrRelease(durable, payment.transactionId, reason)), failedStep: 'confirmSettlement', reason };
+  }
 
   // idempotency keys are per payment: a later issuance for the same wallet (after a revocation)
   // runs under the same workflow id but pays with another payment

@@ -5,12 +5,13 @@
  *   confirmSettlement -> updatePassportMetadata (in place) -> publishAudit (passport.upgraded)
  *   -> recordUpgrade (projection)
  *
- * Saga: when the metadata update fails for good the difference is refunded.
+ * Saga: when the metadata update fails for good the difference is refunded. When confirmSettlement
+ * refuses, the difference is refunded too, or the claim released when no settled payment exists.
  */
-import { workflowInfo } from '@temporalio/workflow';
+import { patched, workflowInfo } from '@temporalio/workflow';
 import type { Capability } from '../domain/capabilities.js';
 import type { Tier } from '../domain/tiers.js';
-import { failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
+import { failureReason, isActivityFailure, passportActivities, refundOrRelease, UNCONFIRMED_PAYMENT_PATCH } from './passportCommon.js';
 import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
 
 export interface PassportUpgradeInput {
@@ -38,12 +39,21 @@ export type PassportUpgradeResult =
       updateTransactionId: string;
       auditTransactionId: string;
     }
-  | { status: 'refunded'; reason: string; refundTransactionId: string };
+  | { status: 'refunded'; failedStep?: 'confirmSettlement'; reason: string; refundTransactionId: string }
+  /** confirmSettlement refused and no settled payment was found to refund: the claim is released ('failed') */
+  | { status: 'released'; failedStep: 'confirmSettlement'; reason: string };
 
 export async function passportUpgrade(input: PassportUpgradeInput): Promise<PassportUpgradeResult> {
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
-  await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
+  try {
+    await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
+  } catch (err) {
+    // before the patch the workflow failed here and left its claim pending for good
+    if (!isActivityFailure(err) || !patched(UNCONFIRMED_PAYMENT_PATCH)) throw err;
+    const reason = `confirmSettlement failed: ${failureReason(err)}`;
+    return { ...(await refundOrRelease(durable, payment.transactionId, reason)), failedStep: 'confirmSettlement', reason };
+  }
 
   const keyBase = `${workflowInfo().workflowId}/${payment.transactionId}`;
   let updated: { transactionId: string };

@@ -2,7 +2,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Sql } from 'postgres';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
-import { markPassportRevoked, recordIssuedPassport, recordUpgradedPassport, type NewPassport } from '../../db/queries/passports.js';
+import { markPassportRevoked, markRequestFailed, recordIssuedPassport, recordUpgradedPassport, type NewPassport } from '../../db/queries/passports.js';
+import { normalizePayer } from '../../ledger/x402/ids.js';
 
 export function createPassportDbActivities(deps: { sql: Sql }) {
   const { sql } = deps;
@@ -10,13 +11,19 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
   /**
    * The x402 preHandler settled the payment before the workflow started; this checks the recorded
    * settlement (payer and amount) so a workflow never works for an unsettled or refunded payment.
+   * Refusals (final): PaymentNotFound (no such payment recorded), PaymentNotSettled (recorded but
+   * not settled, or already refunded), PaymentMismatch (payer or amount differ from the request).
    */
   async function confirmSettlement(input: { paymentTransactionId: string; payer: string; amountTinybars: string }): Promise<{ status: string }> {
     const p = await findPaymentByTransactionId(sql, input.paymentTransactionId);
-    if (!p || p.status !== 'settled') {
-      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} is ${p?.status ?? 'unknown'}, not settled`, type: 'PaymentNotSettled', nonRetryable: true });
+    if (!p) {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} is not recorded`, type: 'PaymentNotFound', nonRetryable: true });
     }
-    if (p.payer !== input.payer || p.amount_tinybars.toString() !== input.amountTinybars) {
+    if (p.status !== 'settled') {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} is ${p.status}, not settled`, type: 'PaymentNotSettled', nonRetryable: true });
+    }
+    const payer = (s: string) => normalizePayer(s) ?? s;
+    if (payer(p.payer) !== payer(input.payer) || p.amount_tinybars.toString() !== input.amountTinybars) {
       throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} does not match the request`, type: 'PaymentMismatch', nonRetryable: true });
     }
     return { status: p.status };
@@ -35,7 +42,15 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
     return { revoked: await markPassportRevoked(sql, input.tokenId, input.serial, input.reason, input.revokedAtMs) };
   }
 
-  return { confirmSettlement, recordPassport, recordUpgrade, markRevoked };
+  /**
+   * Ends a pending issuance or upgrade whose payment could not be confirmed settled and has nothing
+   * to refund ('failed'), so the wallet or passport is free again. Idempotent.
+   */
+  async function releaseClaim(input: { paymentTransactionId: string; reason: string }): Promise<{ released: boolean }> {
+    return { released: await markRequestFailed(sql, input.paymentTransactionId, input.reason.slice(0, 500)) };
+  }
+
+  return { confirmSettlement, recordPassport, recordUpgrade, markRevoked, releaseClaim };
 }
 
 export type PassportDbActivities = ReturnType<typeof createPassportDbActivities>;

@@ -20,7 +20,8 @@ import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleRespon
 import { ApiError } from '../errors.js';
 import type { ErrorCode } from '../../domain/errors.js';
 import { deletePendingPayment, findPaymentByTransactionId, insertPayment, markPaymentSettledIfVerified } from '../../db/queries/payments.js';
-import { acceptedMatches, paymentTransactionOf } from '../../ledger/x402/verifyPayment.js';
+import { acceptedMatches, paymentTransactionOf, transferPayerOf } from '../../ledger/x402/verifyPayment.js';
+import { normalizePayer, normalizeTransactionId } from '../../ledger/x402/ids.js';
 import { EXACT_SCHEME, HBAR_ASSET } from '../../ledger/x402/network.js';
 
 export interface PaymentTerms {
@@ -33,7 +34,9 @@ export interface PaymentTerms {
 }
 
 export interface SettledPayment {
+  /** normalised (ledger/x402/ids.ts): the key of the payment in `payments`, whatever form the facilitator used */
   transactionId: string;
+  /** normalised shard.realm.num */
   payer: string;
   amountTinybars: bigint;
   network: string;
@@ -79,6 +82,23 @@ function hbarString(tinybars: bigint): string {
   return frac ? `${whole}.${frac}` : whole.toString();
 }
 
+/** The price of a route is the server's own configuration: a price that is not a positive integer is a server error, said plainly. */
+function positiveAmount(value: bigint | number | string): bigint {
+  let amount: bigint | null = null;
+  try {
+    amount = BigInt(value);
+  } catch {
+    amount = null;
+  }
+  if (amount === null || amount <= 0n) {
+    const shown = String(value).slice(0, 32);
+    throw new ApiError('internal_server_error', `The price of this request is misconfigured (amount ${JSON.stringify(shown)} tinybars is not a positive integer)`, {
+      hint: 'Nothing was charged; the operator must fix the price (GET /catalog lists the prices)',
+    });
+  }
+  return amount;
+}
+
 export class X402Gate {
   readonly facilitator: FacilitatorClient;
   private feePayerPromise?: Promise<string>;
@@ -105,8 +125,7 @@ export class X402Gate {
   }
 
   async requirements(terms: PaymentTerms): Promise<PaymentRequirements> {
-    const amount = BigInt(terms.amountTinybars);
-    if (amount <= 0n) throw new Error('payment amount must be positive');
+    const amount = positiveAmount(terms.amountTinybars);
     let feePayer: string;
     try {
       feePayer = await this.feePayer();
@@ -193,8 +212,9 @@ export function requirePayment(
     }
     // The facilitator checks the transaction against the requirements WE rebuilt, never the client's copy.
     const tx = paymentTransactionOf(payload);
-    const transactionId = tx?.transactionId?.toString();
-    if (!tx || !transactionId) throw failed('The payment transaction cannot be decoded', 'Send payload.transaction as base64 transaction bytes');
+    if (!tx) throw failed('The payment transaction cannot be decoded', 'Send payload.transaction as base64 transaction bytes');
+    const transactionId = normalizeTransactionId(tx.transactionId?.toString());
+    if (!transactionId) throw failed('The payment transaction has no plain transaction id', 'Build a CryptoTransfer with a regular transaction id (not scheduled, no nonce)');
 
     const replayed = () => failed('This payment was already used', 'A payment pays for one request; build a new payment (new transaction id) for this one');
     const existing = await findPaymentByTransactionId(gate.options.sql, transactionId);
@@ -217,7 +237,9 @@ export function requirePayment(
       }
       // a previous attempt of this very request claimed the payment and did not finish: settle again
     }
-    const payer = verify.payer ?? existing?.payer ?? 'unknown';
+    // the payer is the account the transfer debits; the facilitator's string (any form) is only a fallback
+    const payer = transferPayerOf(tx) ?? normalizePayer(verify.payer) ?? existing?.payer;
+    if (!payer) throw failed('The payment has no single paying account', 'Build a transfer debiting exactly one account (yours)');
 
     // Claim the transaction id before settling, so a crash between settle and record cannot lose it.
     if (!existing) {
@@ -249,14 +271,21 @@ export function requirePayment(
     const won = await markPaymentSettledIfVerified(gate.options.sql, transactionId, settlement as unknown as Record<string, unknown>);
     if (!won) throw replayed();
 
+    // one id and one payer from here on (payments row, claims, workflow inputs), whatever form the facilitator answered in
+    const settledId = normalizeTransactionId(settlement.transaction);
+    const settledPayer = normalizePayer(settlement.payer);
+    if ((settledId && settledId !== transactionId) || (settledPayer && settledPayer !== payer)) {
+      request.log.warn({ transactionId, settledId, payer, settledPayer }, 'x402 settlement names another transaction or payer than the payment; the payment is kept under its own');
+    }
+    const normalized: SettleResponse = { ...settlement, transaction: transactionId, payer };
     request.payment = {
-      transactionId: settlement.transaction || transactionId,
-      payer: settlement.payer ?? payer,
+      transactionId,
+      payer,
       amountTinybars,
       network: requirements.network,
       payTo: requirements.payTo,
-      settlement,
+      settlement: normalized,
     };
-    reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(settlement));
+    reply.header('PAYMENT-RESPONSE', encodePaymentResponseHeader(normalized));
   };
 }

@@ -26,7 +26,8 @@ export interface PassportRow {
   updated_at: Date;
 }
 
-export type IssuanceStatus = 'pending' | 'issued' | 'refused' | 'refunded';
+/** 'failed': released without a refund, its payment was never confirmed settled (db/migrations/0007). */
+export type IssuanceStatus = 'pending' | 'issued' | 'refused' | 'refunded' | 'failed';
 
 export interface IssuanceRow {
   payment_transaction_id: string;
@@ -46,7 +47,7 @@ export interface IssuanceRow {
   updated_at: Date;
 }
 
-export type UpgradeStatus = 'pending' | 'upgraded' | 'refused' | 'refunded';
+export type UpgradeStatus = 'pending' | 'upgraded' | 'refused' | 'refunded' | 'failed';
 
 export interface UpgradeRow {
   payment_transaction_id: string;
@@ -225,6 +226,13 @@ export type UpgradeClaimOutcome =
   | { claimed: false; reason: 'passport_not_found' | 'passport_upgrade_not_eligible' | 'request_pending'; row: UpgradeRow };
 
 /** Claims the passport for an upgrade paid by this payment (its tier must still be oldTier). */
+/** The upgrade of this passport a settled payment already claimed and that is not finished. */
+export async function findPendingUpgrade(sql: Sql, tokenId: string, serial: number | bigint): Promise<UpgradeRow | null> {
+  const rows = await sql<UpgradeRow[]>`
+    select * from passport_upgrades where token_id = ${tokenId} and serial = ${serial.toString()} and status = 'pending'`;
+  return rows[0] ?? null;
+}
+
 export async function claimUpgrade(sql: Sql, c: UpgradeClaim): Promise<UpgradeClaimOutcome> {
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(hashtext(${`passport-nft:${c.tokenId}:${c.serial}`}))`;
@@ -277,10 +285,44 @@ export async function markRequestRefunded(sql: Sql, paymentTransactionId: string
   await sql`
     update passport_issuances set status = 'refunded', refund_transaction_id = ${refundTransactionId},
            error = coalesce(${error ?? null}, error), updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused')`;
+     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
+}
+
+/**
+ * Turns a pending request whose workflow never ran or ended without a result into a refusal (its
+ * payment is then refunded like a lost race; the wallet or passport is free at once). Returns the
+ * request's status afterwards ('refused' unless it had already moved on), or null when unknown.
+ */
+export async function markRequestRefused(sql: Sql, paymentTransactionId: string, error: string): Promise<string | null> {
+  const rows = await sql<{ status: string }[]>`
+    with i as (
+      update passport_issuances set status = 'refused', error = ${error}, updated_at = now()
+       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
+    ), u as (
+      update passport_upgrades set status = 'refused', error = ${error}, updated_at = now()
+       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
+    )
+    select status from i union all select status from u
+    union all select status from passport_issuances where payment_transaction_id = ${paymentTransactionId} and status <> 'pending'
+    union all select status from passport_upgrades where payment_transaction_id = ${paymentTransactionId} and status <> 'pending'`;
+  return rows[0]?.status ?? null;
+}
+
+/**
+ * Releases a pending request whose payment could not be confirmed settled (nothing to refund):
+ * the wallet or passport is free for a new request. Returns whether a row changed.
+ */
+export async function markRequestFailed(sql: Sql, paymentTransactionId: string, error: string): Promise<boolean> {
+  const a = await sql`
+    update passport_issuances set status = 'failed', error = ${error}, updated_at = now()
+     where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning 1`;
+  const b = await sql`
+    update passport_upgrades set status = 'failed', error = ${error}, updated_at = now()
+     where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning 1`;
+  return a.length + b.length > 0;
   await sql`
     update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
            error = coalesce(${error ?? null}, error), updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused')`;
+     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
 }
 

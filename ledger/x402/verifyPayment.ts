@@ -111,6 +111,21 @@ export function paymentTransactionOf(payload: PaymentPayload | undefined): Trans
   return decodePaymentTransaction(payloadTransactionBase64(payload));
 }
 
+/**
+ * The single account an HBAR transfer debits (net), in shard.realm.num form: the payer of an exact
+ * payment. Null when the transaction is not a transfer or debits no or several accounts.
+ */
+export function transferPayerOf(tx: Transaction): string | null {
+  if (!(tx instanceof TransferTransaction)) return null;
+  const net = new Map<string, bigint>();
+  for (const t of tx.hbarTransfersList) {
+    const acct = t.accountId.toString();
+    net.set(acct, (net.get(acct) ?? 0n) + tinybarsOf(t.amount));
+  }
+  const debited = [...net.entries()].filter(([, v]) => v < 0n);
+  return debited.length === 1 ? debited[0][0] : null;
+}
+
 /** The client built its payment for exactly these requirements (scheme, network, asset, amount, payTo). */
 export function acceptedMatches(accepted: PaymentRequirements | undefined, requirements: PaymentRequirements): boolean {
   return (
