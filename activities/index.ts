@@ -11,6 +11,8 @@ import type { MirrorClient } from '../ledger/mirror.js';
 import type { IdempotentSubmitter } from '../ledger/submit.js';
 import { createPassportLedgerActivities } from './ledger/passports.js';
 import { createPassportDbActivities } from './db/passports.js';
+import { createDirectoryLedgerActivities } from './ledger/directory.js';
+import { createAgentDbActivities } from './db/agents.js';
 import { createEvmActivities } from './evm/index.js';
 
 export interface LedgerActivityDeps {
@@ -31,6 +33,8 @@ export function createActivities(deps: ActivityDeps) {
   return {
     // passports: ledger writes and projections, only with a ledger deployment
     ...(ledger ? { ...createPassportLedgerActivities({ sql, ledger }), ...createPassportDbActivities({ sql }) } : {}),
+    // agent directory: registration and rebuild, only with a ledger deployment
+    ...(ledger ? { ...createDirectoryLedgerActivities({ sql, ledger }), ...createAgentDbActivities({ sql }) } : {}),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
   };

@@ -25,6 +25,7 @@ import didRoutes from './routes/did.js';
 import auditRoutes from './routes/audit.js';
 import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
+import agentsRoutes from './routes/agents/index.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
 import { codecTrusts } from './routes/codec.js';
 import { redactDeep } from './logRedaction.js';
@@ -143,6 +144,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(auditRoutes, { ctx });
     await app.register(adminRoutes, { ctx });
     await app.register(x402InfoRoutes, { ctx });
+    // agent directory and directory rebuild (issue 9)
+    await app.register(agentsRoutes, { ctx });
   }
   await app.register(eventsRoutes, { ctx });
   await app.register(agentCardRoutes, { ctx });

@@ -18,10 +18,17 @@ async function temporalClient(ctx: AppContext): Promise<Client> {
 }
 
 /** Starts a workflow, or attaches to the running one with the same id. */
-export async function startOrAttach(ctx: AppContext, workflowType: string, workflowId: string, arg: unknown): Promise<WorkflowHandle> {
+export async function startOrAttach(
+  ctx: AppContext,
+  workflowType: string,
+  workflowId: string,
+  arg: unknown,
+  /** what the Temporal UI shows for the run (summary line, details) */
+  display: { staticSummary?: string; staticDetails?: string } = {},
+): Promise<WorkflowHandle> {
   const client = await temporalClient(ctx);
   try {
-    return await client.workflow.start(workflowType, { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, args: [arg] });
+    return await client.workflow.start(workflowType, { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, args: [arg], ...display });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
     throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry the same request after 30 seconds' });

@@ -8,3 +8,5 @@ export * from './passportIssuance.js';
 export * from './passportUpgrade.js';
 export * from './passportRevoke.js';
 export * from './passportRefund.js';
+export * from './agentRegistration.js';
+export * from './directoryRebuild.js';

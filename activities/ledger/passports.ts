@@ -29,7 +29,7 @@ import type { LedgerActivityDeps } from '../index.js';
 export const LEDGER_FAILURE_PREFIX = 'LedgerError.';
 
 /** Runs a ledger call; final ledger errors become non-retryable failures the workflow can act on. */
-async function ledgerCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+export async function ledgerCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {

@@ -1,0 +1,87 @@
+/** zod schemas of the directory routes (SPEC 2 "Agent directory entry", 4.2, 4.3 rebuild-cache; DESIGN.md section 10). */
+import { z } from 'zod';
+import { DIRECTORY_LIMITS } from '../../domain/directory.js';
+import { LIMITS, capabilitySchema, didString, httpUrl, linkMapSchema, paginationQuery } from './common.js';
+
+export const agentRegisterBodySchema = z
+  .object({
+    did: didString.describe('The agent DID; must equal the signing DID (X-Service-DID)'),
+    name: z
+      .string()
+      .trim()
+      .min(DIRECTORY_LIMITS.nameMin)
+      .max(DIRECTORY_LIMITS.nameMax)
+      .describe('1-64 characters, unique case-insensitively'),
+    capabilities: z
+      .array(z.string().max(LIMITS.capability))
+      .min(1)
+      .max(16)
+      .describe("A subset of the passport's capabilities (else 400 agent_capability_invalid)"),
+    endpoint: httpUrl.describe("The agent's A2A endpoint (http or https)"),
+    skills: z
+      .array(z.string().trim().min(1).max(DIRECTORY_LIMITS.skillMax))
+      .max(DIRECTORY_LIMITS.skillsMax)
+      .optional()
+      .describe('At most 20 skills of at most 48 characters'),
+    description: z.string().trim().min(1).max(DIRECTORY_LIMITS.descriptionMax).optional(),
+    agentCard: httpUrl
+      .optional()
+      .describe("URL of the agent's A2A card, fetched by the service (5 s, 64 KB, public addresses only); a card naming another DID answers 409"),
+  })
+  .strict()
+  .meta({ id: 'AgentRegistration' });
+
+export const agentEntrySchema = z
+  .object({
+    did: z.string(),
+    tokenId: z.string(),
+    serial: z.number().int(),
+    accountId: z.string(),
+    name: z.string(),
+    capabilities: z.array(z.string()),
+    endpoint: z.string(),
+    tier: z.string(),
+    timestamp: z.number().describe('Registration time, Unix milliseconds'),
+    active: z.boolean().describe('false once the passport is revoked'),
+    skills: z.array(z.string()).optional(),
+    description: z.string().optional(),
+    agentCard: z.string().optional(),
+    _links: linkMapSchema.optional(),
+  })
+  .meta({ id: 'AgentDirectoryEntry' });
+
+export const agentsQuerySchema = z
+  .object({
+    ...paginationQuery,
+    capability: capabilitySchema.optional().describe('Only agents with this capability'),
+    skill: z.string().trim().min(1).max(DIRECTORY_LIMITS.skillMax).optional().describe('Only agents with this skill (case-insensitive)'),
+    name: z.string().trim().min(1).max(DIRECTORY_LIMITS.nameMax).optional().describe('Case-insensitive substring of the name'),
+  })
+  .strict();
+
+export const agentListSchema = z
+  .object({
+    agents: z.array(agentEntrySchema),
+    count: z.number().int().describe('entries in this page'),
+    total: z.number().int().describe('entries matching the filters'),
+    limit: z.number().int(),
+    offset: z.number().int(),
+  })
+  .meta({ id: 'AgentList' });
+
+export const agentDidParams = z.object({ did: didString });
+
+export const rebuildResultSchema = z
+  .object({
+    rebuilt: z.literal(true),
+    workflowId: z.string(),
+    messages: z.number().int().describe('complete messages read from the directory topic'),
+    registrations: z.number().int().describe('well-formed agent.registered messages'),
+    agents: z.number().int().describe('directory entries written'),
+    active: z.number().int(),
+    skipped: z.number().int().describe('malformed messages and repeated DIDs or names'),
+    lastSequenceNumber: z.number().int(),
+    startedAt: z.number(),
+    finishedAt: z.number(),
+  })
+  .meta({ id: 'DirectoryRebuildResult' });

@@ -1,0 +1,214 @@
+/**
+ * Queries of the agent directory projection (db/migrations/0006_agents.ts). Every write a cache
+ * depends on announces itself on CHANNELS.agent in its own transaction (payload: the DID, or '*'
+ * after a rebuild, which tells every process to reload everything). A passport revocation turns
+ * its agents inactive through the migration's trigger, which notifies the same way.
+ */
+import type { Sql, TransactionSql } from 'postgres';
+import { CHANNELS, notifyChange } from '../notify.js';
+import type { AgentEntry, AgentRegisteredMessage } from '../../domain/directory.js';
+import type { Capability } from '../../domain/capabilities.js';
+import type { Tier } from '../../domain/tiers.js';
+
+/** NOTIFY payload after a rebuild: reload the whole directory. */
+export const RELOAD_ALL = '*';
+
+export interface AgentRow {
+  did: string;
+  network: string;
+  account_id: string;
+  token_id: string;
+  serial: bigint;
+  name: string;
+  capabilities: string[];
+  skills: string[] | null;
+  endpoint: string;
+  description: string | null;
+  agent_card: string | null;
+  tier: string;
+  registered_at: Date | null;
+  active: boolean;
+  status: 'pending' | 'registered';
+  directory_sequence: bigint | null;
+  directory_transaction_id: string | null;
+  audit_transaction_id: string | null;
+  workflow_id: string | null;
+}
+
+/** The served entry of a registered row, and its place in the directory order. */
+export function agentEntryOf(row: AgentRow): { entry: AgentEntry; sequence: number } {
+  const entry: AgentEntry = {
+    did: row.did,
+    tokenId: row.token_id,
+    serial: Number(row.serial),
+    accountId: row.account_id,
+    name: row.name,
+    capabilities: row.capabilities as Capability[],
+    endpoint: row.endpoint,
+    tier: row.tier as Tier,
+    timestamp: row.registered_at?.getTime() ?? 0,
+    active: row.active,
+  };
+  if (row.skills) entry.skills = row.skills;
+  if (row.description) entry.description = row.description;
+  if (row.agent_card) entry.agentCard = row.agent_card;
+  return { entry, sequence: Number(row.directory_sequence ?? 0) };
+}
+
+export async function findAgent(sql: Sql, did: string): Promise<AgentRow | null> {
+  const rows = await sql<AgentRow[]>`select * from agents where did = ${did}`;
+  return rows[0] ?? null;
+}
+
+/** A registered agent with this name (case-insensitive), or a pending claim of it. */
+export async function findAgentByName(sql: Sql, name: string): Promise<AgentRow | null> {
+  const rows = await sql<AgentRow[]>`select * from agents where lower(name) = lower(${name})`;
+  return rows[0] ?? null;
+}
+
+export async function listRegisteredAgents(sql: Sql): Promise<AgentRow[]> {
+  return sql<AgentRow[]>`select * from agents where status = 'registered' order by directory_sequence, did`;
+}
+
+export interface AgentClaim {
+  did: string;
+  network: string;
+  accountId: string;
+  tokenId: string;
+  serial: number;
+  name: string;
+  capabilities: string[];
+  skills?: string[];
+  endpoint: string;
+  description?: string;
+  agentCard?: string;
+  tier: string;
+  workflowId: string;
+}
+
+export type AgentClaimOutcome = { claimed: true } | { claimed: false; conflict: 'did' | 'name'; row: AgentRow };
+
+/**
+ * Claims a DID and a name for a registration about to start (status pending). The unique DID and
+ * lower(name) indexes make two concurrent registrations of one DID or name end with one claim.
+ */
+export async function claimAgent(sql: Sql, c: AgentClaim): Promise<AgentClaimOutcome> {
+  const inserted = await sql<AgentRow[]>`
+    insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, description,
+                        agent_card, tier, status, workflow_id)
+    values (${c.did}, ${c.network}, ${c.accountId}, ${c.tokenId}, ${c.serial}, ${c.name}, ${sql.json(c.capabilities)},
+            ${c.skills ? sql.json(c.skills) : null}, ${c.endpoint}, ${c.description ?? null}, ${c.agentCard ?? null},
+            ${c.tier}, 'pending', ${c.workflowId})
+    on conflict do nothing
+    returning did`;
+  if (inserted.length === 1) return { claimed: true };
+  const byDid = await findAgent(sql, c.did);
+  if (byDid) return { claimed: false, conflict: 'did', row: byDid };
+  const byName = await findAgentByName(sql, c.name);
+  if (byName) return { claimed: false, conflict: 'name', row: byName };
+  return claimAgent(sql, c); // the conflicting claim was released meanwhile
+}
+
+/** Drops a pending claim (its workflow failed). Registered rows are never touched. */
+export async function releaseAgentClaim(sql: Sql, did: string): Promise<boolean> {
+  const rows = await sql`delete from agents where did = ${did} and status = 'pending' returning did`;
+  return rows.length === 1;
+}
+
+/**
+ * `active` of a registration: false when the passport is revoked in the passports projection
+ * (a passport the projection does not know counts as active: the ledger check was done before).
+ */
+function activeOf(tx: Sql | TransactionSql, tokenId: string, serial: number) {
+  return tx`not exists (select 1 from passports p where p.token_id = ${tokenId} and p.serial = ${serial} and p.revoked_at is not null)`;
+}
+
+export interface RegisteredAgent {
+  message: AgentRegisteredMessage;
+  network: string;
+  directorySequence: number;
+  directoryTransactionId: string;
+  auditTransactionId: string;
+  workflowId: string;
+}
+
+/**
+ * Writes the projection row of a registration whose directory message is on the topic and
+ * announces it. Idempotent: a retry rewrites the same values.
+ */
+export async function recordRegisteredAgent(sql: Sql, a: RegisteredAgent): Promise<void> {
+  const m = a.message;
+  await sql.begin(async (tx) => {
+    await tx`
+      insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, description,
+                          agent_card, tier, registered_at, active, status, directory_sequence, directory_transaction_id,
+                          audit_transaction_id, workflow_id)
+      values (${m.did}, ${a.network}, ${m.accountId}, ${m.tokenId}, ${m.serial}, ${m.name}, ${tx.json(m.capabilities)},
+              ${m.skills ? tx.json(m.skills) : null}, ${m.endpoint}, ${m.description ?? null}, ${m.agentCard ?? null},
+              ${m.tier}, ${new Date(m.timestamp)}, ${activeOf(tx, m.tokenId, m.serial)}, 'registered', ${a.directorySequence},
+              ${a.directoryTransactionId}, ${a.auditTransactionId}, ${a.workflowId})
+      on conflict (did) do update set
+        account_id = excluded.account_id, token_id = excluded.token_id, serial = excluded.serial, name = excluded.name,
+        capabilities = excluded.capabilities, skills = excluded.skills, endpoint = excluded.endpoint,
+        description = excluded.description, agent_card = excluded.agent_card, tier = excluded.tier,
+        registered_at = excluded.registered_at, active = excluded.active, status = 'registered',
+        directory_sequence = excluded.directory_sequence, directory_transaction_id = excluded.directory_transaction_id,
+        audit_transaction_id = excluded.audit_transaction_id, workflow_id = excluded.workflow_id, updated_at = now()`;
+    await notifyChange(tx, CHANNELS.agent, m.did);
+  });
+}
+
+export interface ReplayedAgent {
+  message: AgentRegisteredMessage;
+  sequence: number;
+  network: string;
+}
+
+/**
+ * Replaces the registered rows by the replayed topic (DESIGN.md section 10: the topic is the
+ * record), in one transaction, and tells every process to reload. Pending claims stay (their
+ * workflows write their rows when they finish); a replayed entry that collides with one is kept
+ * out until then. Returns how many rows were written and how many of them are active.
+ */
+export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[]): Promise<{ written: number; active: number }> {
+  return sql.begin(async (tx) => {
+    await tx`delete from agents where status = 'registered'`;
+    let written = 0;
+    const BATCH = 1000;
+    for (let i = 0; i < agents.length; i += BATCH) {
+      const rows = agents.slice(i, i + BATCH).map(({ message: m, sequence, network }) => ({
+        did: m.did,
+        network,
+        account_id: m.accountId,
+        token_id: m.tokenId,
+        serial: m.serial,
+        name: m.name,
+        capabilities: JSON.stringify(m.capabilities),
+        skills: m.skills ? JSON.stringify(m.skills) : null,
+        endpoint: m.endpoint,
+        description: m.description ?? null,
+        agent_card: m.agentCard ?? null,
+        tier: m.tier,
+        registered_at: new Date(m.timestamp),
+        directory_sequence: sequence,
+      }));
+      const r = await tx`
+        insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, description,
+                            agent_card, tier, registered_at, active, status, directory_sequence)
+        select x.did, x.network, x.account_id, x.token_id, x.serial, x.name, x.capabilities::jsonb, x.skills::jsonb,
+               x.endpoint, x.description, x.agent_card, x.tier, x.registered_at,
+               not exists (select 1 from passports p where p.token_id = x.token_id and p.serial = x.serial and p.revoked_at is not null),
+               'registered', x.directory_sequence
+          from json_to_recordset(${JSON.stringify(rows)}::json) as x(
+                 did text, network text, account_id text, token_id text, serial bigint, name text, capabilities text,
+                 skills text, endpoint text, description text, agent_card text, tier text, registered_at timestamptz,
+                 directory_sequence bigint)
+        on conflict do nothing
+        returning did`;
+      written += r.length;
+    }
+    const [{ n }] = await tx<{ n: bigint }[]>`select count(*)::bigint as n from agents where status = 'registered' and active`;
+    await notifyChange(tx, CHANNELS.agent, RELOAD_ALL);
+    return { written, active: Number(n) };
+  }) as Promise<{ written: number; active: number }>;
+}

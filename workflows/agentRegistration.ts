@@ -1,0 +1,108 @@
+/**
+ * agentRegistration (id agent:{did}), started by POST /agents/register after the API checked the
+ * passport on the ledger, the capabilities, the agent card and claimed the DID and name:
+ *
+ *   publishDirectoryMessage (agent.registered, directory topic) -> publishAgentAudit (audit topic)
+ *   -> recordAgent (projection row + NOTIFY agent_changed, so every API process serves it)
+ *
+ * When the directory message cannot be written (final ledger error or attempts used up) the claim
+ * is released and the workflow fails (the API answers 502); once it is on the topic the rest is
+ * retried until it succeeds (the topic is the record). The input holds public fields only.
+ */
+import { proxyActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import type { DirectoryLedgerActivities } from '../activities/ledger/directory.js';
+import type { AgentDbActivities } from '../activities/db/agents.js';
+import type { AgentRegisteredMessage } from '../domain/directory.js';
+import type { Capability } from '../domain/capabilities.js';
+import type { Tier } from '../domain/tiers.js';
+import type { PassportWorkflowTimings } from './passportIds.js';
+
+export function agentRegistrationWorkflowId(did: string): string {
+  return `agent:${did}`;
+}
+
+export interface AgentRegistrationInput {
+  network: string;
+  did: string;
+  accountId: string;
+  tokenId: string;
+  serial: number;
+  tier: Tier;
+  name: string;
+  capabilities: Capability[];
+  endpoint: string;
+  skills?: string[];
+  description?: string;
+  agentCard?: string;
+  timings?: PassportWorkflowTimings;
+}
+
+export interface AgentRegistrationResult {
+  status: 'registered';
+  message: AgentRegisteredMessage;
+  directorySequenceNumber: number;
+  directoryTransactionId: string;
+  auditTransactionId: string;
+}
+
+export function directoryActivities(timings: PassportWorkflowTimings = {}) {
+  const retry = {
+    initialInterval: timings.retryInitialMs ?? 1_000,
+    maximumInterval: timings.retryMaximumMs ?? 30_000,
+    backoffCoefficient: 2,
+  };
+  const startToCloseTimeout = timings.activityTimeoutMs ?? 120_000;
+  return {
+    /** a write with a compensation behind it: bounded attempts */
+    steps: proxyActivities<DirectoryLedgerActivities>({ startToCloseTimeout, retry: { ...retry, maximumAttempts: timings.ledgerMaxAttempts ?? 20 } }),
+    /** writes that must eventually happen: retried until they do */
+    durable: proxyActivities<DirectoryLedgerActivities & AgentDbActivities>({ startToCloseTimeout, retry }),
+  };
+}
+
+export async function agentRegistration(input: AgentRegistrationInput): Promise<AgentRegistrationResult> {
+  const { steps, durable } = directoryActivities(input.timings);
+  const info = workflowInfo();
+  const keyBase = `${info.workflowId}/${info.runId}`;
+  const message: AgentRegisteredMessage = {
+    v: 1,
+    type: 'agent.registered',
+    did: input.did,
+    accountId: input.accountId,
+    tokenId: input.tokenId,
+    serial: input.serial,
+    name: input.name,
+    capabilities: input.capabilities,
+    endpoint: input.endpoint,
+    tier: input.tier,
+    timestamp: Date.now(),
+    ...(input.skills ? { skills: input.skills } : {}),
+    ...(input.description ? { description: input.description } : {}),
+    ...(input.agentCard ? { agentCard: input.agentCard } : {}),
+  };
+  setCurrentDetails(`Registering agent "${input.name}" (${input.did}), ${input.tier} passport ${input.tokenId}/${input.serial}: directory message`);
+  let directory;
+  try {
+    directory = await steps.publishDirectoryMessage({ idempotencyKey: `${keyBase}/directory`, message });
+  } catch (err) {
+    setCurrentDetails(`Registration of "${input.name}" (${input.did}) failed: directory message not written; claim released`);
+    await durable.releaseAgent({ did: input.did });
+    throw err;
+  }
+  setCurrentDetails(`Registering agent "${input.name}" (${input.did}): directory #${directory.sequenceNumber}, audit message`);
+  const audit = await durable.publishAgentAudit({
+    idempotencyKey: `${keyBase}/audit`,
+    event: { v: 1, type: 'agent.registered', did: input.did, tokenId: input.tokenId, serial: input.serial, tier: input.tier, timestamp: message.timestamp },
+  });
+  const directorySequenceNumber = directory.sequenceNumber ?? 0;
+  await durable.recordAgent({
+    message,
+    network: input.network,
+    directorySequence: directorySequenceNumber,
+    directoryTransactionId: directory.transactionId,
+    auditTransactionId: audit.transactionId,
+    workflowId: info.workflowId,
+  });
+  setCurrentDetails(`Registered agent "${input.name}" (${input.did}): directory #${directorySequenceNumber}, audit ${audit.transactionId}`);
+  return { status: 'registered', message, directorySequenceNumber, directoryTransactionId: directory.transactionId, auditTransactionId: audit.transactionId };
+}

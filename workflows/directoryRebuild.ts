@@ -1,0 +1,37 @@
+/**
+ * directoryRebuild (id directory-rebuild), started by POST /admin/rebuild-cache: replays the
+ * directory topic from sequence 1 into the projection, which announces a full reload to every API
+ * process (NOTIFY agent_changed '*'). One activity does the read and the write, so the messages
+ * never pass through workflow history; it heartbeats while it pages through the mirror. A second
+ * request while one runs attaches to this workflow (same id).
+ */
+import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
+import type { DirectoryLedgerActivities, DirectoryRebuildCounts } from '../activities/ledger/directory.js';
+import type { PassportWorkflowTimings } from './passportIds.js';
+
+export const DIRECTORY_REBUILD_WORKFLOW_ID = 'directory-rebuild';
+
+export interface DirectoryRebuildInput {
+  timings?: PassportWorkflowTimings;
+}
+
+export interface DirectoryRebuildResult extends DirectoryRebuildCounts {
+  status: 'rebuilt';
+  startedAt: number;
+  finishedAt: number;
+}
+
+export async function directoryRebuild(input: DirectoryRebuildInput = {}): Promise<DirectoryRebuildResult> {
+  const t = input.timings ?? {};
+  const { rebuildDirectoryProjection } = proxyActivities<DirectoryLedgerActivities>({
+    startToCloseTimeout: Math.max(t.activityTimeoutMs ?? 0, 600_000),
+    heartbeatTimeout: 60_000,
+    retry: { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? 30_000, backoffCoefficient: 2, maximumAttempts: 5 },
+  });
+  const startedAt = Date.now();
+  setCurrentDetails('Replaying the directory topic from sequence 1 into the projection');
+  const counts = await rebuildDirectoryProjection();
+  const finishedAt = Date.now();
+  setCurrentDetails(`Rebuilt: ${counts.agents} agents (${counts.active} active) from ${counts.messages} messages, ${counts.skipped} skipped`);
+  return { status: 'rebuilt', ...counts, startedAt, finishedAt };
+}
