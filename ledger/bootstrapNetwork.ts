@@ -5,9 +5,15 @@
  * marketplace). Returns the deployment description the API and the worker read
  * (LOCALNET_CONFIG_PATH); localnet writes the same shape for itself. Treasury, payTo and escrow
  * are the operator account unless given.
+ *
+ * Migration of a deployment whose collection has no freeze key (created before passports became
+ * non-transferable; Hedera cannot add a key a token was created without): passportCollectionProblems
+ * tells, migratePassportCollection creates a new collection with every key and returns the same
+ * deployment with the new passportTokenId (topics, accounts and old passports unchanged).
  */
-import { Client, Hbar, PrivateKey, TokenCreateTransaction, TokenSupplyType, TokenType, TopicCreateTransaction } from '@hashgraph/sdk';
+import { Client, Hbar, PrivateKey, PublicKey, TokenCreateTransaction, TokenSupplyType, TokenType, TopicCreateTransaction } from '@hashgraph/sdk';
 import type { LedgerDeployment } from './deployment.js';
+import type { MirrorClient } from './mirror.js';
 
 export interface BootstrapNetworkOptions {
   client: Client; // with the operator set
@@ -23,9 +29,8 @@ export interface BootstrapNetworkOptions {
 /** The deployment file: everything but the operator's key, which stays in HEDERA_OPERATOR_KEY. */
 export type DeploymentFile = Omit<LedgerDeployment, 'operator'> & { operator: { accountId: string } };
 
-export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<DeploymentFile> {
-  const { client, operator } = opts;
-  const key = operator.privateKey.publicKey;
+/** The passport collection: NFTs, treasury = the operator, every service key = the operator's. */
+async function createPassportCollection(client: Client, treasury: string, key: PublicKey): Promise<string> {
   const token = await new TokenCreateTransaction()
     .setTokenName('Agent Passport')
     .setTokenSymbol('AGENTPASS')
@@ -33,7 +38,7 @@ export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<D
     .setSupplyType(TokenSupplyType.Infinite)
     .setDecimals(0)
     .setInitialSupply(0)
-    .setTreasuryAccountId(operator.accountId)
+    .setTreasuryAccountId(treasury)
     .setAdminKey(key)
     .setSupplyKey(key)
     .setWipeKey(key)
@@ -43,7 +48,13 @@ export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<D
     .setFreezeDefault(false)
     .setMaxTransactionFee(new Hbar(50))
     .execute(client);
-  const tokenId = (await token.getReceipt(client)).tokenId!.toString();
+  return (await token.getReceipt(client)).tokenId!.toString();
+}
+
+export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<DeploymentFile> {
+  const { client, operator } = opts;
+  const key = operator.privateKey.publicKey;
+  const tokenId = await createPassportCollection(client, operator.accountId, key);
 
   const topics: Record<string, string> = {};
   for (const name of ['directory', 'audit', 'a2a', 'marketplace'] as const) {
@@ -66,4 +77,28 @@ export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<D
     passportTokenId: tokenId,
     topics: topics as LedgerDeployment['topics'],
   };
+}
+
+/**
+ * What keeps an existing deployment's passport collection from serving this version: missing on the
+ * ledger, or created without a freeze key (passports could be transferred). Empty when it is fine.
+ */
+export async function passportCollectionProblems(mirror: MirrorClient, tokenId: string): Promise<string[]> {
+  const token = await mirror.get<{ freeze_key?: unknown; wipe_key?: unknown; deleted?: boolean }>(`/tokens/${encodeURIComponent(tokenId)}`);
+  if (!token || token.deleted) return [`passport collection ${tokenId} does not exist on the ledger`];
+  const problems: string[] = [];
+  if (!token.freeze_key) problems.push(`passport collection ${tokenId} has no freeze key: passports cannot be made non-transferable, and Hedera cannot add a key to an existing token`);
+  if (!token.wipe_key) problems.push(`passport collection ${tokenId} has no wipe key: passports cannot be revoked`);
+  return problems;
+}
+
+/**
+ * Creates a new passport collection (with the freeze key) for an existing deployment and returns
+ * the deployment pointing at it. Nothing else changes: the topics keep their history, and passports
+ * of the old collection stay readable (PostgreSQL, DID documents, the audit topic) but stay
+ * transferable on the ledger; ownership checks read their holder from the ledger all the same.
+ */
+export async function migratePassportCollection(opts: { client: Client; operator: { accountId: string; privateKey: PrivateKey }; file: DeploymentFile }): Promise<DeploymentFile> {
+  const passportTokenId = await createPassportCollection(opts.client, opts.file.treasury ?? opts.operator.accountId, opts.operator.privateKey.publicKey);
+  return { ...opts.file, passportTokenId };
 }

@@ -4,13 +4,17 @@
  * writes the deployment file at LOCALNET_CONFIG_PATH (refusing to overwrite one). The operator key
  * is NOT written to the file: the API and the worker take it from HEDERA_OPERATOR_KEY.
  * LEDGER_NODE=host:port@0.0.3 targets a single node (e.g. a localnet) instead of the public network.
+ * On an existing file it checks the passport collection (e.g. no freeze key: made before passports
+ * became non-transferable) and names the migration: `npm run bootstrap:network -- --new-collection`
+ * creates a new collection and rewrites only passportTokenId (the old file is kept as .bak).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config/index.js';
 import { createLedgerClient } from '../ledger/client.js';
 import { parsePrivateKey } from '../ledger/keys.js';
-import { bootstrapNetwork } from '../ledger/bootstrapNetwork.js';
+import { bootstrapNetwork, migratePassportCollection, passportCollectionProblems, type DeploymentFile } from '../ledger/bootstrapNetwork.js';
+import { MirrorClient } from '../ledger/mirror.js';
 
 const config = loadConfig();
 const problems = [
@@ -23,8 +27,17 @@ if (problems.length) {
   process.exit(2);
 }
 const out = config.LOCALNET_CONFIG_PATH;
-if (fs.existsSync(out)) {
+const newCollection = process.argv.includes('--new-collection');
+const existing: DeploymentFile | null = fs.existsSync(out) ? JSON.parse(fs.readFileSync(out, 'utf8')) : null;
+if (existing && !newCollection) {
+  const problems = await passportCollectionProblems(new MirrorClient(config.HEDERA_MIRROR_URL!), existing.passportTokenId).catch((e: Error) => [`cannot check ${existing.passportTokenId}: ${e.message}`]);
+  for (const p of problems) console.error(`${out}: ${p}`);
+  if (problems.length) console.error(`Migrate: npm run bootstrap:network -- --new-collection (a new collection with a freeze key; only passportTokenId changes in ${out}; old passports stay readable)`);
   console.error(`${out} exists; set LOCALNET_CONFIG_PATH to a new file (e.g. .data/${config.HEDERA_NETWORK}.json)`);
+  process.exit(2);
+}
+if (newCollection && !existing) {
+  console.error(`--new-collection migrates an existing deployment, and ${out} does not exist`);
   process.exit(2);
 }
 const nodeSpec = process.env.LEDGER_NODE ? /^(.+)@(\d+\.\d+\.\d+)$/.exec(process.env.LEDGER_NODE) : null;
@@ -36,10 +49,12 @@ const client = createLedgerClient({
   operator: { accountId: config.HEDERA_OPERATOR_ID!, privateKey: config.HEDERA_OPERATOR_KEY! },
 });
 try {
-  const deployment = await bootstrapNetwork({
+  const operator = { accountId: config.HEDERA_OPERATOR_ID!, privateKey: operatorKey };
+  if (existing) fs.copyFileSync(out, `${out}.bak`);
+  const deployment = existing ? await migratePassportCollection({ client, operator, file: existing }) : await bootstrapNetwork({
     client,
     network: config.HEDERA_NETWORK,
-    operator: { accountId: config.HEDERA_OPERATOR_ID!, privateKey: operatorKey },
+    operator,
     node,
     mirrorUrl: config.HEDERA_MIRROR_URL!,
     facilitatorUrl: config.FACILITATOR_URL,

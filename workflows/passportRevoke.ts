@@ -38,9 +38,9 @@ export async function passportRevoke(input: PassportRevokeInput): Promise<Passpo
   const keyBase = `${info.workflowId}/${info.runId}`;
   if (patched('passport-revoke-unfreeze')) {
     // a holder still frozen makes the wipe fail with ACCOUNT_FROZEN_FOR_TOKEN (the revoke then fails as today)
-    await steps.setPassportFrozen({ idempotencyKey: `${keyBase}/unfreeze`, accountId: input.accountId, serial: input.serial, frozen: false });
+    await steps.setPassportFrozen({ idempotencyKey: `${keyBase}/unfreeze`, tokenId: input.tokenId, accountId: input.accountId, serial: input.serial, frozen: false });
   }
-  const wiped = await steps.wipePassport({ idempotencyKey: `${keyBase}/wipe`, serial: input.serial, accountId: input.accountId });
+  const wiped = await steps.wipePassport({ idempotencyKey: `${keyBase}/wipe`, tokenId: input.tokenId, serial: input.serial, accountId: input.accountId });
   const revokedAt = Date.now();
   const reason = input.reason ?? null;
   const audit = await durable.publishAudit({

@@ -92,15 +92,16 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
    * the workflow decides; transient errors are retried. With `serial`, the account is the NFT's
    * holder on the ledger (the mirror), falling back to `accountId` when the NFT is gone.
    */
-  async function setPassportFrozen(input: { idempotencyKey: string; accountId: string; frozen: boolean; serial?: number }): Promise<{ transactionId: string | null; status: string; accountId: string }> {
-    const holder = input.serial === undefined ? null : await ledgerCall('read NFT', () => mirror.getNftHolder(tokenId, input.serial!));
+  async function setPassportFrozen(input: { idempotencyKey: string; accountId: string; frozen: boolean; serial?: number; tokenId?: string }): Promise<{ transactionId: string | null; status: string; accountId: string }> {
+    const collection = input.tokenId ?? tokenId;
+    const holder = input.serial === undefined ? null : await ledgerCall('read NFT', () => mirror.getNftHolder(collection, input.serial!));
     const accountId = holder ?? input.accountId;
     return ledgerCall(input.frozen ? 'freeze' : 'unfreeze', async () => {
       try {
         const r = await submitter.submit({
           idempotencyKey: input.idempotencyKey,
           kind: input.frozen ? 'token_freeze' : 'token_unfreeze',
-          build: () => buildFreezeAccount({ tokenId, accountId, frozen: input.frozen }),
+          build: () => buildFreezeAccount({ tokenId: collection, accountId, frozen: input.frozen }),
         });
         return { transactionId: r.transactionId, status: r.receipt.status, accountId };
       } catch (err) {
@@ -145,14 +146,16 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
 
   /**
    * Wipes the passport from the account holding it (the mirror's current owner, else the recorded
-   * owner). An NFT the mirror already shows as deleted counts as wiped.
+   * owner). An NFT the mirror already shows as deleted counts as wiped. `tokenId` names the
+   * passport's collection when it is not the current one (a deployment migrated to a new collection).
    */
-  async function wipePassport(input: { idempotencyKey: string; serial: number; accountId: string }): Promise<{ transactionId: string | null; wipedFrom: string }> {
-    const nft = await ledgerCall('read NFT', () => mirror.getNft(tokenId, input.serial));
+  async function wipePassport(input: { idempotencyKey: string; serial: number; accountId: string; tokenId?: string }): Promise<{ transactionId: string | null; wipedFrom: string }> {
+    const collection = input.tokenId ?? tokenId;
+    const nft = await ledgerCall('read NFT', () => mirror.getNft(collection, input.serial));
     const owner = nft?.account_id ?? input.accountId;
     const r = await ledgerCall('wipe', async () => {
       try {
-        return await submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_wipe', build: () => buildWipeNft({ tokenId, accountId: owner, serials: [input.serial] }) });
+        return await submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_wipe', build: () => buildWipeNft({ tokenId: collection, accountId: owner, serials: [input.serial] }) });
       } catch (err) {
         if (nft?.deleted) return null;
         throw err;

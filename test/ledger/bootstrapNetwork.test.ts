@@ -7,12 +7,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bootstrapNetwork } from '../../ledger/bootstrapNetwork.js';
+import { TokenCreateTransaction, TokenType } from '@hashgraph/sdk';
+import { bootstrapNetwork, migratePassportCollection, passportCollectionProblems, type DeploymentFile } from '../../ledger/bootstrapNetwork.js';
 import { createLedgerClient } from '../../ledger/client.js';
 import { parsePrivateKey } from '../../ledger/keys.js';
 import { MirrorClient } from '../../ledger/mirror.js';
 import { loadLedgerDeployment } from '../../ledger/deployment.js';
-import { mintNft } from '../../ledger/operations.js';
+import { freezeAccount, mintNft } from '../../ledger/operations.js';
+import { LedgerError } from '../../ledger/errors.js';
 import { startLocalnet, type Localnet } from '../../localnet/index.js';
 import { testConfig } from '../support/app.js';
 
@@ -55,6 +57,46 @@ describe('bootstrapNetwork', () => {
       expect(deployment.operator).toEqual({ accountId: op.accountId, privateKey: op.privateKey });
       const minted = await mintNft(client, { tokenId: deployment.passportTokenId, metadata: [new TextEncoder().encode('ap/1 tier=bronze caps=api_call')] });
       expect(minted.serials).toEqual(['1']); // ReceiptSummary carries serials as decimal strings
+    } finally {
+      client.close();
+    }
+  });
+
+  it('migration: a collection created without a freeze key is reported, and a new collection replaces it, topics unchanged', async () => {
+    const op = net.config.operator;
+    const opKey = parsePrivateKey(op.privateKey);
+    const client = createLedgerClient({ network: 'local', node: net.config.node, operator: op });
+    const mirror = new MirrorClient(net.mirrorUrl);
+    try {
+      // a deployment made before passports were non-transferable: no freeze key on its collection
+      const old = await (
+        await new TokenCreateTransaction()
+          .setTokenName('Agent Passport')
+          .setTokenSymbol('AGENTPASS')
+          .setTokenType(TokenType.NonFungibleUnique)
+          .setTreasuryAccountId(op.accountId)
+          .setAdminKey(opKey.publicKey)
+          .setSupplyKey(opKey.publicKey)
+          .setWipeKey(opKey.publicKey)
+          .setMetadataKey(opKey.publicKey)
+          .execute(client)
+      ).getReceipt(client);
+      const oldTokenId = old.tokenId!.toString();
+      const file: DeploymentFile = {
+        network: 'local', node: net.config.node, mirrorUrl: net.mirrorUrl, operator: { accountId: op.accountId },
+        treasury: op.accountId, escrow: op.accountId, payTo: op.accountId, passportTokenId: oldTokenId, topics: net.config.topics,
+      };
+      const problems = await passportCollectionProblems(mirror, oldTokenId);
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/no freeze key/);
+      const freezeOld = await freezeAccount(client, { tokenId: oldTokenId, accountId: net.config.accounts[0].accountId, frozen: true }).catch((e: unknown) => e);
+      expect((freezeOld as LedgerError).status).toBe('TOKEN_HAS_NO_FREEZE_KEY');
+
+      const migrated = await migratePassportCollection({ client, operator: { accountId: op.accountId, privateKey: opKey }, file });
+      expect(migrated.passportTokenId).not.toBe(oldTokenId);
+      expect({ ...migrated, passportTokenId: oldTokenId }).toEqual(file);
+      expect(await passportCollectionProblems(mirror, migrated.passportTokenId)).toEqual([]);
+      expect(await passportCollectionProblems(mirror, '0.0.999999')).toEqual(['passport collection 0.0.999999 does not exist on the ledger']);
     } finally {
       client.close();
     }
