@@ -26,6 +26,7 @@ import auditRoutes from './routes/audit.js';
 import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
 import agentsRoutes from './routes/agents/index.js';
+import a2aRoutes from './routes/a2a.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
 import { codecTrusts } from './routes/codec.js';
 import { redactDeep } from './logRedaction.js';
@@ -73,7 +74,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
           level: ctx.config.LOG_LEVEL,
           redact: { paths: REDACT_PATHS, censor: '[redacted]' },
           formatters: { log: (obj: Record<string, unknown>) => redactDeep(obj) },
-          ...(typeof opts.logger === 'object' ? opts.logger : {}) };
+          ...(typeof opts.logger === 'object' ? opts.logger : {}),
+        };
 
   const app = Fastify({
     logger,
@@ -99,6 +101,11 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   });
   app.addHook('preClose', async () => {
     closing = true;
+  });
+  // While closing, answers also close their connection, so keep-alive sockets do not hold the close.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -146,6 +153,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(x402InfoRoutes, { ctx });
     // agent directory and directory rebuild (issue 9)
     await app.register(agentsRoutes, { ctx });
+    // A2A messaging over the a2a topic (issue 9)
+    await app.register(a2aRoutes, { ctx });
   }
   await app.register(eventsRoutes, { ctx });
   await app.register(agentCardRoutes, { ctx });

@@ -35,4 +35,41 @@ describe('logging', () => {
     expect(log).toContain('[redacted]'); // ...with its secret fields censored
     expect(log).not.toContain(secret);
   });
+
+  it('censors secret-named keys at any depth in logged bodies and errors', async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const app = await buildApp({ config: testConfig({ LOG_LEVEL: 'trace' }) }, { logger: { stream } });
+    const secret = `deep-${randomBytes(8).toString('hex')}`;
+    app.post('/__test/deep', async (req) => {
+      req.log.info({ body: req.body }, 'nested body');
+      const err = Object.assign(new Error('upstream refused'), {
+        response: { config: { headers: { Authorization: `Bearer ${secret}-err` }, data: { wallet: { operatorKey: `${secret}-opk` } } } },
+      });
+      err.cause = { request: { payload: { api_key: `${secret}-cause` } } };
+      req.log.error({ err }, 'failed');
+      req.log.warn([{ level1: { level2: { level3: { adminToken: `${secret}-array` } } } }] as never, 'array');
+      return { ok: true };
+    });
+    await app.inject({
+      method: 'POST',
+      url: '/__test/deep',
+      payload: {
+        agent: { wallet: { keys: { privateKey: `${secret}-l4`, label: 'visible-label' } } },
+        list: [{ nested: [{ claimerPrivateKey: `${secret}-in-array` }] }],
+        a: { b: { c: { d: { password: `${secret}-l5` } } } },
+      },
+    });
+    await app.close();
+    const log = lines.join('');
+    expect(log).toContain('visible-label');
+    expect(log).toContain('upstream refused');
+    expect(log).toContain('[redacted]');
+    expect(log).not.toContain(secret);
+  });
 });

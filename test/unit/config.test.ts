@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../config/index.js';
+import { ConfigError, loadConfig, PRODUCTION_REQUIRED } from '../../config/index.js';
 
 describe('config', () => {
   it('uses embedded defaults with an empty environment', () => {
@@ -25,5 +25,59 @@ describe('config', () => {
 
   it('treats empty strings as unset', () => {
     expect(loadConfig({ DATABASE_URL: '' }).DATABASE_URL).toBeUndefined();
+  });
+
+  describe('production', () => {
+    const full = {
+      NODE_ENV: 'production',
+      ADMIN_TOKEN_SHA256: 'a'.repeat(64),
+      PAYLOAD_CODEC_KEY: 'b'.repeat(64),
+      DATABASE_URL: 'postgres://u:p@db:5432/agent_passport',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      HEDERA_NETWORK: 'testnet',
+      HEDERA_OPERATOR_ID: '0.0.1234',
+      HEDERA_OPERATOR_KEY: 'c'.repeat(64),
+      HEDERA_MIRROR_URL: 'https://testnet.mirrornode.hedera.com/api/v1',
+      FACILITATOR_URL: 'https://facilitator.example',
+    };
+
+    const problemsOf = (env: Record<string, string>, role: 'api' | 'worker' = 'api') => {
+      try {
+        loadConfig(env, { role });
+        return [];
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as ConfigError).problems;
+      }
+    };
+
+    it('the API refuses to start without each required variable, one line per missing variable', () => {
+      const problems = problemsOf({ NODE_ENV: 'production' });
+      for (const name of ['ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TEMPORAL_ADDRESS']) {
+        expect(problems.filter((p) => p.startsWith(`${name}:`))).toHaveLength(1);
+      }
+      expect(problems).toHaveLength(PRODUCTION_REQUIRED.api.length);
+    });
+
+    it('names exactly the one that is missing, and also reports malformed variables in the same go', () => {
+      const { ADMIN_TOKEN_SHA256: _omit, ...rest } = full;
+      expect(problemsOf(rest)).toEqual(['ADMIN_TOKEN_SHA256: missing (required when NODE_ENV=production)']);
+      const both = problemsOf({ ...rest, PORT: 'eighty' });
+      expect(both).toHaveLength(2);
+      expect(both.join('\n')).toMatch(/PORT/);
+      expect(both.join('\n')).toMatch(/ADMIN_TOKEN_SHA256/);
+    });
+
+    it('starts with everything set; the worker does not need the admin token or the facilitator', () => {
+      expect(loadConfig(full, { role: 'api' }).NODE_ENV).toBe('production');
+      const { ADMIN_TOKEN_SHA256: _a, FACILITATOR_URL: _f, ...worker } = full;
+      expect(problemsOf(worker, 'worker')).toEqual([]);
+      expect(problemsOf(worker, 'api')).toHaveLength(2);
+    });
+
+    it('development and scripts without a role need none of them', () => {
+      expect(() => loadConfig({ NODE_ENV: 'development' }, { role: 'api' })).not.toThrow();
+      expect(() => loadConfig({ NODE_ENV: 'production' })).not.toThrow();
+    });
   });
 });
