@@ -26,7 +26,6 @@ import auditRoutes from './routes/audit.js';
 import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
 import agentsRoutes from './routes/agents/index.js';
-import a2aRoutes from './routes/a2a.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
 import { codecTrusts } from './routes/codec.js';
 import { redactDeep } from './logRedaction.js';
@@ -153,8 +152,6 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(x402InfoRoutes, { ctx });
     // agent directory and directory rebuild (issue 9)
     await app.register(agentsRoutes, { ctx });
-    // A2A messaging over the a2a topic (issue 9)
-    await app.register(a2aRoutes, { ctx });
   }
   await app.register(eventsRoutes, { ctx });
   await app.register(agentCardRoutes, { ctx });
