@@ -309,16 +309,16 @@ export async function markRequestRefused(sql: Sql, paymentTransactionId: string,
 }
 
 /**
- * Releases a pending request whose payment could not be confirmed settled (nothing to refund):
- * the wallet or passport is free for a new request. Returns whether a row changed.
+ * Releases a pending (or refused, refund owed) request whose payment could not be confirmed settled
+ * (nothing to refund): the wallet or passport is free for a new request. Returns whether a row changed.
  */
 export async function markRequestFailed(sql: Sql, paymentTransactionId: string, error: string): Promise<boolean> {
   const a = await sql`
     update passport_issuances set status = 'failed', error = ${error}, updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning 1`;
+     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused') returning 1`;
   const b = await sql`
     update passport_upgrades set status = 'failed', error = ${error}, updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning 1`;
+     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused') returning 1`;
   return a.length + b.length > 0;
   await sql`
     update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
