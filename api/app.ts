@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { compiledSerializerCompiler } from './serializer.js';
 import type { AppContext } from './context.js';
 import errorHandler, { answerFrameworkError } from './plugins/errorHandler.js';
 import rateLimitPlugin from './plugins/rateLimit.js';
@@ -93,7 +94,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(compiledSerializerCompiler); // zod schemas compiled once to fast-json-stringify
   let closing = false;
   app.decorate('markClosing', () => {
     closing = true;

@@ -1,6 +1,7 @@
 /**
- * State shared by the passport, DID and admin route groups of one app: the DID document cache,
- * the bounded wait for workflows, workflow timings, and the optional workflow id scope.
+ * State shared by the passport, DID and admin route groups of one app: the bounded wait for
+ * workflows, workflow timings, and the optional workflow id scope. (Passports and DID documents
+ * are served from the NOTIFY-fed memory cache of api/passportCache.ts, not from here.)
  */
 import type { AppContext, LedgerContext } from './context.js';
 import type { PassportWorkflowTimings } from '../workflows/passportIds.js';
@@ -8,19 +9,11 @@ import type { PassportWorkflowTimings } from '../workflows/passportIds.js';
 /** How long a paid request waits for its workflow before answering 202 (SPEC: never a hanging request). */
 export const WORKFLOW_WAIT_MS = 20_000;
 
-export interface DidCacheEntry {
-  body: unknown;
-  until: number;
-}
-
 /**
  * State shared by the passport, DID and admin route groups. Keyed by the ledger context (the one
  * object every route group of an app receives), so a test holding that context can shorten waits.
  */
 export interface PassportState {
-  /** DID documents served from memory (GET /did/{did}); invalidated on upgrade and revoke. */
-  didCache: Map<string, DidCacheEntry>;
-  didCacheTtlMs: number;
   /** bounded wait for a workflow before answering 202 */
   workflowWaitMs: number;
   /** retry/timeout knobs handed to the workflows (defaults when unset) */
@@ -42,7 +35,7 @@ const STATES = new WeakMap<object, PassportState>();
 export function passportStateFor(ledger: LedgerContext): PassportState {
   let s = STATES.get(ledger);
   if (!s) {
-    s = { didCache: new Map(), didCacheTtlMs: 30_000, workflowWaitMs: WORKFLOW_WAIT_MS };
+    s = { workflowWaitMs: WORKFLOW_WAIT_MS };
     STATES.set(ledger, s);
   }
   return s;

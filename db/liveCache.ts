@@ -66,6 +66,8 @@ export class LiveCache<V, I extends string = never> {
   private indexes = new Map<I, Map<string, Set<string>>>();
   private readonly handlers = new Set<ChangeHandler<V>>();
   private readonly inflight = new Map<string, boolean>(); // key -> notified again while loading
+  /** refresh() callers waiting for a load of the key that starts after their call */
+  private readonly waiting = new Map<string, Array<() => void>>();
   private dirtyDuringFull: Set<string> | null = null;
   private fullRunning: Promise<void> | null = null;
   private fullAgain = false;
@@ -185,6 +187,27 @@ export class LiveCache<V, I extends string = never> {
     return this.fullRunning;
   }
 
+  /**
+   * Reloads one key now and resolves once the cache holds what PostgreSQL held at the call (or
+   * after timeoutMs). For read-your-writes in the process that made the change: its own
+   * notification may arrive a moment after the request that waited for the change answered.
+   */
+  refresh(key: string, timeoutMs = 2_000): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, timeoutMs);
+      t.unref();
+      const list = this.waiting.get(key) ?? [];
+      list.push(() => {
+        clearTimeout(t);
+        resolve();
+      });
+      this.waiting.set(key, list);
+      if (this.inflight.has(key)) this.inflight.set(key, true); // the running load may predate the change
+      else this.reloadKey(key);
+    });
+  }
+
   /** Reloads one key (what a notification does). */
   reloadKey(key: string): void {
     if (this.closed) return;
@@ -198,6 +221,8 @@ export class LiveCache<V, I extends string = never> {
     }
     this.inflight.set(key, false);
     const gen = this.generation;
+    const waiters = this.waiting.get(key);
+    this.waiting.delete(key);
     void (async () => {
       let stale = false;
       let failed = false;
@@ -205,11 +230,15 @@ export class LiveCache<V, I extends string = never> {
         const value = await this.spec.loadKey(this.sql, key);
         if (this.closed) return;
         if (gen !== this.generation) stale = true; // a full load started meanwhile: read again after it
-        else this.apply(key, value ?? undefined);
+        else {
+          this.apply(key, value ?? undefined);
+          for (const w of waiters ?? []) w();
+        }
       } catch (err) {
         this.opts.onError?.(err);
         failed = true;
       } finally {
+        if ((stale || failed) && waiters) this.waiting.set(key, [...waiters, ...(this.waiting.get(key) ?? [])]);
         const again = this.inflight.get(key);
         this.inflight.delete(key);
         if (again || stale) this.reloadKey(key);

@@ -15,6 +15,7 @@ import { findPassport } from '../../db/queries/passports.js';
 import { passportRevokeWorkflowId } from '../../workflows/passportIds.js';
 import type { PassportRevokeInput, PassportRevokeResult } from '../../workflows/passportRevoke.js';
 import { passportState, scopedWorkflowId } from '../passportState.js';
+import { passportChanged } from '../passportCache.js';
 import { notFound, parsePassportIds, passportLinks } from '../passportViews.js';
 import { isPending, pendingReply, waitForResult } from '../workflowCalls.js';
 
@@ -66,7 +67,7 @@ const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
         throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry after 30 seconds' });
       }
       const r = await waitForResult<PassportRevokeResult>(handle, state.workflowWaitMs);
-      state.didCache.delete(passport.did);
+      await passportChanged(sql, ids.tokenId, ids.serial);
       if (isPending(r)) return pendingReply(reply, workflowId, `/passport/${ids.tokenId}/${ids.serial}`);
       return {
         revoked: true as const,

@@ -24,6 +24,8 @@ import type { AppContext } from '../context.js';
 import { ApiError, echo } from '../errors.js';
 import { passportState, scopedWorkflowId, WORKFLOW_WAIT_MS } from '../passportState.js';
 import { notFound, parsePassportIds, passportJson, passportLinks, publicBase, hashScanLink } from '../passportViews.js';
+import { cacheReady, pageOfPassports, passportChanged, passportsOfAccount, usePassportCache } from '../passportCache.js';
+import { sendJson, serializerFor } from '../serializer.js';
 import { isPending, pendingReply, startOrAttach, waitForResult } from '../workflowCalls.js';
 import { errorResponses } from '../schemas/common.js';
 import {
@@ -52,8 +54,6 @@ import {
   findPassport,
   findPendingIssuance,
   findUpgrade,
-  listPassports,
-  listPassportsByAccount,
   type IssuanceRow,
   type PassportRow,
   type UpgradeRow,
@@ -181,6 +181,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         extra: { paymentTransactionId: payment.transactionId, refund: 'refunded', refundTransactionId: r.refundTransactionId },
       });
     }
+    await passportChanged(sql, r.tokenId, r.serialNumber);
     return issuanceResponse(request, r);
   };
 
@@ -311,6 +312,14 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
   }
 
   // ---------------------------------------------------------------- reads
+  // Served from the memory cache kept current by NOTIFY (api/passportCache.ts); bodies are
+  // serialised once per passport version and sent as they are.
+
+  const cache = usePassportCache(app, sql);
+  const serializePassport = serializerFor(passportSchema);
+  const serializeAddress = serializerFor(addressPassportsSchema);
+  const passportBodies = new Map<string, { row: PassportRow; base: string; body: string }>();
+  const addressBodies = new Map<string, { version: number; base: string; body: string }>();
 
   app.get(
     '/passport/address/:address',
@@ -322,14 +331,22 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         response: { 200: addressPassportsSchema, ...errorResponses(400, 500) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const raw = (request.params.address ?? '').trim(); // fastify already decoded the path parameter
       const accountId = isAccountId(raw) ? raw : parseHederaDid(raw)?.accountId;
       if (!accountId) throw new ApiError('invalid_request', 'address is missing or not an account id', { hint: 'address: expected an account id such as 0.0.1234 (or a did:hedera DID)' });
-      const rows = await listPassportsByAccount(sql, accountId);
+      if (!cache.isReady) await cacheReady(cache);
       const base = publicBase(ctx, request);
+      const hit = addressBodies.get(accountId);
+      if (hit && hit.version === cache.version && hit.base === base) return sendJson(reply, hit.body);
+      const rows = passportsOfAccount(cache, accountId);
       const passports = rows.map((r) => passportJson(r, network, base));
-      return { address: accountId, passports, count: passports.length };
+      const body = serializeAddress({ address: accountId, passports, count: passports.length });
+      if (rows.length > 0) {
+        if (addressBodies.size >= 10_000) addressBodies.clear();
+        addressBodies.set(accountId, { version: cache.version, base, body });
+      }
+      return sendJson(reply, body);
     },
   );
 
@@ -343,11 +360,18 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         response: { 200: passportSchema, ...errorResponses(400, 404, 500) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const ids = parsePassportIds(request.params.tokenId, request.params.serial);
-      const row = await findPassport(sql, ids.tokenId, ids.serial);
+      if (!cache.isReady) await cacheReady(cache);
+      const key = `${ids.tokenId}/${ids.serial}`;
+      const row = cache.get(key);
       if (!row || row.revoked_at) throw notFound(ids.tokenId, ids.serial);
-      return passportJson(row, network, publicBase(ctx, request));
+      const base = publicBase(ctx, request);
+      const hit = passportBodies.get(key);
+      if (hit && hit.row === row && hit.base === base) return sendJson(reply, hit.body);
+      const body = serializePassport(passportJson(row, network, base));
+      passportBodies.set(key, { row, base, body });
+      return sendJson(reply, body);
     },
   );
 
@@ -366,7 +390,8 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
       if (!q.tokenId && !q.env) throw new ApiError('invalid_request', 'tokenId or env is required', { hint: `tokenId: e.g. ${tokenId}; env: one of ${HEDERA_NETWORKS.join(', ')}` });
       if (q.tokenId && !isEntityId(q.tokenId)) throw new ApiError('invalid_request', 'tokenId is not a token id', { hint: 'tokenId: expected shard.realm.num' });
       if (q.env && !(HEDERA_NETWORKS as readonly string[]).includes(q.env)) throw new ApiError('invalid_request', `env ${echo(q.env)} is not a ledger network`, { hint: `env: one of ${HEDERA_NETWORKS.join(', ')}` });
-      const { rows, total } = await listPassports(sql, { network: q.env, tokenId: q.tokenId, limit: q.limit, offset: q.offset });
+      if (!cache.isReady) await cacheReady(cache);
+      const { rows, total } = pageOfPassports(cache, { network: q.env, tokenId: q.tokenId, limit: q.limit, offset: q.offset });
       const base = publicBase(ctx, request);
       const passports = rows.map((r) => passportJson(r, network, base));
       return { passports, count: passports.length, total, limit: q.limit, offset: q.offset };
@@ -414,7 +439,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
       const handle = await startOrAttach(ctx, 'passportUpgrade', row.workflow_id, input);
       const r = await waitForResult<PassportUpgradeResult>(handle, state.workflowWaitMs);
       if (isPending(r)) return pendingReply(reply, handle.workflowId, `/passport/${row.token_id}/${row.serial}`);
-      state.didCache.delete(passport.did);
+      await passportChanged(sql, row.token_id, row.serial);
       if (r.status === 'refunded') {
         throw new ApiError('execution_failed', 'The upgrade could not be applied; the payment was refunded', {
           hint: `Retry with a new payment; refund ${r.refundTransactionId}`,

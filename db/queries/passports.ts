@@ -4,6 +4,12 @@
  * (upgrade), so the "one active passport / one pending request" checks and the insert are atomic.
  */
 import type { Sql } from 'postgres';
+import { CHANNELS, notifyChange } from '../notify.js';
+
+/** The cache key and NOTIFY payload of a passport (CHANNELS.passport): `${tokenId}/${serial}`. */
+export function passportKey(tokenId: string, serial: number | bigint): string {
+  return `${tokenId}/${serial}`;
+}
 
 export interface PassportRow {
   id: bigint;
@@ -77,6 +83,11 @@ export async function findActivePassportByAccount(sql: Sql, network: string, acc
   return rows[0] ?? null;
 }
 
+/** Every passport row (the memory cache's full load, api/passportCache.ts). */
+export async function listAllPassports(sql: Sql): Promise<PassportRow[]> {
+  return sql<PassportRow[]>`select * from passports`;
+}
+
 export async function listPassportsByAccount(sql: Sql, accountId: string, limit = 100): Promise<PassportRow[]> {
   return sql<PassportRow[]>`
     select * from passports where account_id = ${accountId}
@@ -130,6 +141,7 @@ export async function recordIssuedPassport(sql: Sql, p: NewPassport): Promise<Pa
               ${p.deliverTransactionId ?? null}, ${p.workflowId ?? null})
       on conflict (token_id, serial) do nothing
       returning *`;
+    await notifyChange(tx, CHANNELS.passport, passportKey(p.tokenId, p.serial));
     await tx`
       update passport_issuances set status = 'issued', token_id = ${p.tokenId}, serial = ${p.serial}, updated_at = now()
        where payment_transaction_id = ${p.paymentTransactionId} and status = 'pending'`;
@@ -141,11 +153,14 @@ export async function recordIssuedPassport(sql: Sql, p: NewPassport): Promise<Pa
 
 /** Marks a passport revoked; false when it was already revoked or does not exist. */
 export async function markPassportRevoked(sql: Sql, tokenId: string, serial: number, reason: string | null, revokedAtMs: number): Promise<boolean> {
-  const rows = await sql`
-    update passports set revoked_at = ${new Date(revokedAtMs)}, revoke_reason = ${reason}, updated_at = now()
-     where token_id = ${tokenId} and serial = ${serial} and revoked_at is null
-    returning id`;
-  return rows.length === 1;
+  return sql.begin(async (tx) => {
+    const rows = await tx`
+      update passports set revoked_at = ${new Date(revokedAtMs)}, revoke_reason = ${reason}, updated_at = now()
+       where token_id = ${tokenId} and serial = ${serial} and revoked_at is null
+      returning id`;
+    if (rows.length === 1) await notifyChange(tx, CHANNELS.passport, passportKey(tokenId, serial));
+    return rows.length === 1;
+  }) as Promise<boolean>;
 }
 
 // ------------------------------------------------------------------ issuances
@@ -274,6 +289,7 @@ export async function recordUpgradedPassport(
       await tx`
         update passports set tier = ${u.newTier}, capabilities = ${tx.json(u.capabilities)}, updated_at = now()
          where token_id = ${u.tokenId} and serial = ${u.serial}`;
+      await notifyChange(tx, CHANNELS.passport, passportKey(u.tokenId, u.serial));
     }
   });
 }

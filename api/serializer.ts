@@ -1,0 +1,62 @@
+/**
+ * Response serialisation with compiled JSON-Schema serialisers (issue 8, "The fast path"): each
+ * route's zod response schema is turned into JSON Schema once (z.toJSONSchema, io 'output') and
+ * compiled with fast-json-stringify, instead of running zod over every response as
+ * fastify-type-provider-zod's serializerCompiler does. Output is the same JSON: properties in schema
+ * order, unknown properties dropped unless the schema is .loose().
+ *
+ * Compiled serialisers are memoised per zod schema object, so the error schema shared by every
+ * route is compiled once. A schema JSON Schema cannot express (a transform, a custom type) falls
+ * back to zod's serialiser for that route only.
+ *
+ * Routes that answer from memory can serialise once and send the string (`sendJson`): fastify
+ * sends a string with a JSON content type as is.
+ */
+import fastJson from 'fast-json-stringify';
+import type { FastifyReply, FastifySerializerCompiler } from 'fastify';
+import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { $ZodType } from 'zod/v4/core';
+
+export type Serialize = (data: unknown) => string;
+
+const COMPILED = new WeakMap<object, Serialize | null>();
+
+function zodSchemaOf(maybe: unknown): z.ZodType | null {
+  if (maybe instanceof $ZodType) return maybe as z.ZodType;
+  const props = (maybe as { properties?: unknown } | null)?.properties;
+  if (props instanceof $ZodType) return props as z.ZodType;
+  return null;
+}
+
+/** The compiled serialiser of a zod schema (memoised); null when JSON Schema cannot express it. */
+export function compileSerializer(schema: z.ZodType): Serialize | null {
+  if (COMPILED.has(schema)) return COMPILED.get(schema)!;
+  let out: Serialize | null = null;
+  try {
+    const json = z.toJSONSchema(schema, { io: 'output', target: 'draft-07', unrepresentable: 'throw' });
+    out = fastJson(json as Parameters<typeof fastJson>[0]) as Serialize;
+  } catch {
+    out = null;
+  }
+  COMPILED.set(schema, out);
+  return out;
+}
+
+/** The serialiser of a schema for routes that pre-serialise bodies they keep in memory. */
+export function serializerFor(schema: z.ZodType): Serialize {
+  return compileSerializer(schema) ?? ((data) => JSON.stringify(schema.encode(data as never)));
+}
+
+/** Fastify serializer compiler: compiled fast-json-stringify, zod's serialiser as the fallback. */
+export const compiledSerializerCompiler: FastifySerializerCompiler<unknown> = (route) => {
+  const schema = zodSchemaOf(route.schema);
+  const compiled = schema ? compileSerializer(schema) : null;
+  if (compiled) return compiled;
+  return (zodSerializerCompiler as unknown as FastifySerializerCompiler<unknown>)(route);
+};
+
+/** Sends an already serialised JSON body (the route's response schema was applied when it was made). */
+export function sendJson(reply: FastifyReply, body: string): FastifyReply {
+  return reply.header('content-type', 'application/json; charset=utf-8').send(body);
+}
