@@ -3,7 +3,7 @@
 // fails on the ledger; revocation unfreezes then wipes; the upgrade route asks the ledger (not
 // PostgreSQL) who holds the passport.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountId, NftId, TokenId, TransferTransaction, type Client } from '@hashgraph/sdk';
+import { AccountId, NftId, PrivateKey, TokenCreateTransaction, TokenId, TokenType, TransferTransaction, type Client } from '@hashgraph/sdk';
 import { createLedgerClient } from '../../ledger/client.js';
 import { LedgerError } from '../../ledger/errors.js';
 import { freezeAccount, wipeNft } from '../../ledger/operations.js';
@@ -113,5 +113,25 @@ describe('passports are non-transferable (frozen holder, ownership read from the
     expect((await findPassport(ps.sql, tokenId, moved))?.account_id).toBe(mover.accountId);
     const notOwned = await signedPost(ps, mover, `/passport/${tokenId}/${moved}/upgrade`, { did: mover.did, tier: 'gold' });
     expect([notOwned.status, notOwned.body.code], JSON.stringify(notOwned.body)).toEqual([403, 'passport_not_owned']);
+  });
+
+  it('the freeze activity is idempotent per key, and a collection without a freeze key is a returned status, not a failure', async () => {
+    const holder = agents[4];
+    const serial = await buy(holder);
+    // the workflow already froze the holder; a retry of its own step (same key) reuses that outcome
+    const issuanceKey = ps.workflowId(`passport:local:${holder.accountId}`);
+    const recorded = await ps.sql`select idempotency_key, transaction_id from ledger_submissions where kind = 'token_freeze' and idempotency_key like ${issuanceKey + '/%'}`;
+    expect(recorded).toHaveLength(1);
+    const again = await ps.activities.setPassportFrozen({ idempotencyKey: recorded[0].idempotency_key, accountId: holder.accountId, frozen: true });
+    expect(again).toEqual({ transactionId: recorded[0].transaction_id, status: 'SUCCESS', accountId: holder.accountId });
+    expect(await ps.stack.ledger.mirror.getNftHolder(tokenId, serial)).toBe(holder.accountId);
+
+    // a collection created before freeze keys: TOKEN_HAS_NO_FREEZE_KEY comes back as the status
+    const service = ps.stack.ledger.client;
+    const opKey = PrivateKey.fromStringDer(ps.stack.localnet.config.operator.privateKey).publicKey;
+    const legacy = (await (await new TokenCreateTransaction().setTokenName('Old passports').setTokenSymbol('OLD').setTokenType(TokenType.NonFungibleUnique)
+      .setTreasuryAccountId(ps.stack.localnet.config.operator.accountId).setSupplyKey(opKey).setWipeKey(opKey).execute(service)).getReceipt(service)).tokenId!.toString();
+    const r = await ps.activities.setPassportFrozen({ idempotencyKey: `test/${legacy}/freeze`, tokenId: legacy, accountId: holder.accountId, frozen: true });
+    expect(r).toMatchObject({ status: 'TOKEN_HAS_NO_FREEZE_KEY', accountId: holder.accountId });
   });
 });
