@@ -11,6 +11,8 @@ import type { MirrorClient } from '../ledger/mirror.js';
 import type { IdempotentSubmitter } from '../ledger/submit.js';
 import { createPassportLedgerActivities } from './ledger/passports.js';
 import { createPassportDbActivities } from './db/passports.js';
+import { createA2aLedgerActivities } from './ledger/a2a.js';
+import { createA2aDbActivities } from './db/a2a.js';
 import { createDirectoryLedgerActivities } from './ledger/directory.js';
 import { createAgentDbActivities } from './db/agents.js';
 import { createEvmActivities } from './evm/index.js';
@@ -35,6 +37,8 @@ export function createActivities(deps: ActivityDeps) {
     ...(ledger ? { ...createPassportLedgerActivities({ sql, ledger }), ...createPassportDbActivities({ sql }) } : {}),
     // agent directory: registration and rebuild, only with a ledger deployment
     ...(ledger ? { ...createDirectoryLedgerActivities({ sql, ledger }), ...createAgentDbActivities({ sql }) } : {}),
+    // A2A messages: chunk submission and the inbox projection, only with a ledger deployment
+    ...(ledger ? { ...createA2aLedgerActivities({ sql, ledger }), ...createA2aDbActivities({ sql, ledger }) } : {}),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
   };

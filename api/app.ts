@@ -26,6 +26,7 @@ import didRoutes from './routes/did.js';
 import auditRoutes from './routes/audit.js';
 import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
+import a2aRoutes from './routes/a2a.js';
 import agentsRoutes from './routes/agents/index.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
 import { codecTrusts } from './routes/codec.js';
@@ -151,6 +152,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(auditRoutes, { ctx });
     await app.register(adminRoutes, { ctx });
     await app.register(x402InfoRoutes, { ctx });
+    // A2A messaging over the a2a topic (issue 9)
+    await app.register(a2aRoutes, { ctx });
     // agent directory and directory rebuild (issue 9)
     await app.register(agentsRoutes, { ctx });
   }

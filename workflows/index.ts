@@ -8,5 +8,6 @@ export * from './passportIssuance.js';
 export * from './passportUpgrade.js';
 export * from './passportRevoke.js';
 export * from './passportRefund.js';
+export * from './a2aMessage.js';
 export * from './agentRegistration.js';
 export * from './directoryRebuild.js';

@@ -26,7 +26,7 @@ import { passportState, scopedWorkflowId, WORKFLOW_WAIT_MS } from '../passportSt
 import { notFound, parsePassportIds, passportJson, passportLinks, publicBase, hashScanLink } from '../passportViews.js';
 import { cacheReady, pageOfPassports, passportChanged, passportsOfAccount, usePassportCache } from '../passportCache.js';
 import { sendJson, serializerFor } from '../serializer.js';
-import { isPending, pendingReply, startOrAttach, waitForResult } from '../workflowCalls.js';
+import { isPending, pendingReply, startOrAttach, waitForResult, workflowRunning, WorkflowRunFailed } from '../workflowCalls.js';
 import { errorResponses } from '../schemas/common.js';
 import {
   addressPassportsSchema,
@@ -45,6 +45,7 @@ import { HEDERA_NETWORKS, isAccountId, isEntityId, parseHederaDid } from '../../
 import { capabilitiesOutsideTier, isTier, tierEntry, tierPriceTinybars, TIERS, upgradePriceTinybars, type Tier } from '../../domain/tiers.js';
 import { checkTokenReceivable } from '../../ledger/operations.js';
 import { paymentTransactionOf } from '../../ledger/x402/verifyPayment.js';
+import { normalizeTransactionId } from '../../ledger/x402/ids.js';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
 import {
   claimIssuance,
@@ -53,7 +54,9 @@ import {
   findIssuance,
   findPassport,
   findPendingIssuance,
+  findPendingUpgrade,
   findUpgrade,
+  markRequestRefused,
   type IssuanceRow,
   type PassportRow,
   type UpgradeRow,
@@ -73,8 +76,8 @@ function paymentTransactionIdOf(request: FastifyRequest): string | null {
   if (typeof header !== 'string' || header.length === 0) return null;
   try {
     const payload = decodePaymentSignatureHeader(header);
-    const tx = paymentTransactionOf(payload);
-    return tx?.transactionId?.toString() ?? null;
+    // the same normalised form the x402 gate records the payment under
+    return normalizeTransactionId(paymentTransactionOf(payload)?.transactionId?.toString());
   } catch {
     return null;
   }
@@ -89,6 +92,34 @@ function replayedPayment(): ApiError {
   return new ApiError('passport_payment_failed', 'This payment was already used', {
     hint: 'A payment pays for one request; build a new payment (new transaction id) for this one',
   });
+}
+
+/** A pending claim younger than this may still be starting its workflow; older and not running, it is stale. */
+const STALE_CLAIM_MS = 60_000;
+
+/** What happened to the payment of a request that did not get what it paid for. */
+type RefundOutcome = { refund: 'refunded'; refundTransactionId: string } | { refund: 'pending'; refundWorkflowId: string } | { refund: 'none' };
+
+function refundSentence(paymentTransactionId: string, o: RefundOutcome): string {
+  if (o.refund === 'refunded') return `Your payment ${paymentTransactionId} was refunded in ${o.refundTransactionId}.`;
+  if (o.refund === 'pending') {
+    return `Your payment ${paymentTransactionId} is being refunded (workflow ${o.refundWorkflowId}); retry this request with the same PAYMENT-SIGNATURE to read the refund transaction.`;
+  }
+  return `No settled payment ${paymentTransactionId} was found (here or on the ledger), so nothing was refunded.`;
+}
+
+/** 502 for a paid request whose workflow did not deliver: which step failed and what happened to the payment. */
+function executionFailed(what: string, paymentTransactionId: string, failedStep: string, reason: string | null, o: RefundOutcome): ApiError {
+  return new ApiError('execution_failed', `${what}: ${failedStep} failed`, {
+    hint: `${reason ? `${reason.slice(0, 200)}. ` : ''}${refundSentence(paymentTransactionId, o)} Retry with a new payment.`,
+    extra: { paymentTransactionId, failedStep, ...o },
+  });
+}
+
+/** The step a request's recorded error names (workflow results and claim releases write "<step> failed: ..." or "workflow ..."). */
+function failedStepOf(error: string | null): string | null {
+  const m = /^(mint|deliver|metadata update|confirmSettlement) failed|^(workflow (?:not started|ended without a result))/.exec(error ?? '');
+  return m ? (m[1] ?? m[2]) : null;
 }
 
 function settledRef(request: FastifyRequest): SettledPaymentRef {
@@ -143,22 +174,96 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     _links: passportLinks(r.tokenId, r.serialNumber, r.did, r.accountId),
   });
 
-  /** Refunds a payment whose request was refused after settlement and answers with the refusal. */
-  const refuseAfterSettlement = async (paymentTransactionId: string, refusal: ApiError): Promise<never> => {
+  /** Pays a settled payment back through its passportRefund workflow (one per payment; the refund itself is idempotent). */
+  const refund = async (paymentTransactionId: string, reason: string): Promise<RefundOutcome> => {
     const handle = await startOrAttach(ctx, 'passportRefund', scopedWorkflowId(state, passportRefundWorkflowId(paymentTransactionId)), {
       paymentTransactionId,
-      reason: refusal.code,
+      reason,
       ...(state.timings ? { timings: state.timings } : {}),
     } satisfies PassportRefundInput);
     const r = await waitForResult<PassportRefundResult>(handle, state.workflowWaitMs);
-    const refund = isPending(r)
-      ? { refund: 'pending', refundWorkflowId: handle.workflowId }
-      : { refund: 'refunded', refundTransactionId: r.refundTransactionId };
+    if (isPending(r)) return { refund: 'pending', refundWorkflowId: handle.workflowId };
+    return r.status === 'refunded' ? { refund: 'refunded', refundTransactionId: r.refundTransactionId } : { refund: 'none' };
+  };
+
+  /** Refunds a payment whose request was refused after settlement and answers with the refusal. */
+  const refuseAfterSettlement = async (paymentTransactionId: string, refusal: ApiError): Promise<never> => {
+    const o = await refund(paymentTransactionId, refusal.code);
     throw new ApiError(refusal.code, refusal.message, {
-      hint: `${refusal.hint ?? ''} Your payment ${paymentTransactionId} ${isPending(r) ? 'is being refunded' : 'was refunded'}.`.trim(),
+      hint: `${refusal.hint ?? ''} ${refundSentence(paymentTransactionId, o)}`.trim(),
       status: refusal.status,
-      extra: { paymentTransactionId, ...refund },
+      extra: { paymentTransactionId, ...o },
     });
+  };
+
+  /**
+   * Turns a claim whose workflow never ran, or ended without a result (failed, terminated, timed
+   * out), into a refusal (the wallet or passport is free at once) and refunds its payment. Returns
+   * 'running' when the workflow runs after all, 'done' when the request had already finished.
+   */
+  const abandonClaim = async (paymentTransactionId: string, workflowId: string, reason: string): Promise<RefundOutcome | 'running' | 'done'> => {
+    const running = await workflowRunning(ctx, workflowId);
+    if (running) return 'running';
+    if (running === null) {
+      throw new ApiError('service_unavailable', 'The workflow service is unavailable', {
+        hint: `Retry the same request with the same PAYMENT-SIGNATURE after 30 seconds; your payment ${paymentTransactionId} is kept for it`,
+      });
+    }
+    const status = await markRequestRefused(sql, paymentTransactionId, reason);
+    if (status === 'issued' || status === 'upgraded') return 'done';
+    try {
+      return await refund(paymentTransactionId, reason);
+    } catch {
+      throw new ApiError('service_unavailable', 'The refund could not be started', {
+        hint: `Your payment ${paymentTransactionId} is owed back and nothing was issued: retry this request with the same PAYMENT-SIGNATURE after 30 seconds`,
+      });
+    }
+  };
+
+  /**
+   * Starts (or attaches to) the workflow of a claimed request and waits a bounded time. When the
+   * workflow cannot be started or ends without a result, the claim is abandoned and refunded, and
+   * the answer is a 502 saying so (a 202 when the workflow turns out to be running after all).
+   */
+  const runClaimed = async <T>(
+    reply: FastifyReply,
+    what: string,
+    workflowType: 'passportIssuance' | 'passportUpgrade',
+    claim: { paymentTransactionId: string; workflowId: string },
+    input: PassportIssuanceInput | PassportUpgradeInput,
+    pollUrl: string,
+  ): Promise<{ result: T } | { reply: FastifyReply }> => {
+    let started = false;
+    try {
+      const handle = await startOrAttach(ctx, workflowType, claim.workflowId, input);
+      started = true;
+      const r = await waitForResult<T>(handle, state.workflowWaitMs);
+      if (isPending(r)) return { reply: pendingReply(reply, handle.workflowId, pollUrl) };
+      return { result: r };
+    } catch (err) {
+      const notStarted = !started && err instanceof ApiError && err.code === 'service_unavailable';
+      if (!notStarted && !(err instanceof WorkflowRunFailed)) throw err;
+      const reason = notStarted ? 'workflow not started' : 'workflow ended without a result';
+      reply.request.log.warn({ err: (err as Error).message, workflowId: claim.workflowId }, 'the workflow of a claimed request did not run; abandoning the claim');
+      const o = await abandonClaim(claim.paymentTransactionId, claim.workflowId, reason);
+      if (o === 'running') return { reply: pendingReply(reply, claim.workflowId, pollUrl) };
+      if (o === 'done') throw new ApiError('execution_failed', `${what}: the workflow ended without a result after the request was recorded`, { hint: `Read ${pollUrl}` });
+      throw executionFailed(what, claim.paymentTransactionId, notStarted ? 'workflow start' : 'workflow', reason, o);
+    }
+  };
+
+  /**
+   * A pending claim blocks new requests for its wallet (or passport) only while its workflow may
+   * still run: one older than STALE_CLAIM_MS whose workflow is not running is abandoned and its
+   * payment refunded, and true is returned (the caller may go on).
+   */
+  const releasedStaleClaim = async (row: { payment_transaction_id: string; workflow_id: string; created_at: Date }): Promise<boolean> => {
+    if (Date.now() - row.created_at.getTime() < STALE_CLAIM_MS) return false;
+    if ((await workflowRunning(ctx, row.workflow_id)) !== false) return false;
+    const status = await markRequestRefused(sql, row.payment_transaction_id, 'workflow not started');
+    if (status !== 'refused') return status !== null;
+    await refund(row.payment_transaction_id, 'workflow not started').catch(() => undefined); // a retry of that payment finishes it
+    return true;
   };
 
   const runIssuance = async (request: FastifyRequest, reply: FastifyReply, row: IssuanceRow, payment: SettledPaymentRef) => {
@@ -172,14 +277,12 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
       payment,
       ...(state.timings ? { timings: state.timings } : {}),
     };
-    const handle = await startOrAttach(ctx, 'passportIssuance', row.workflow_id, input);
-    const r = await waitForResult<PassportIssuanceResult>(handle, state.workflowWaitMs);
-    if (isPending(r)) return pendingReply(reply, handle.workflowId, `/passport/address/${row.account_id}`);
-    if (r.status === 'refunded') {
-      throw new ApiError('execution_failed', 'The passport could not be issued; the payment was refunded', {
-        hint: `Retry the request with a new payment; ${payment.amountTinybars} tinybars were refunded in ${r.refundTransactionId}`,
-        extra: { paymentTransactionId: payment.transactionId, refund: 'refunded', refundTransactionId: r.refundTransactionId },
-      });
+    const run = await runClaimed<PassportIssuanceResult>(reply, 'The passport could not be issued', 'passportIssuance', { paymentTransactionId: row.payment_transaction_id, workflowId: row.workflow_id }, input, `/passport/address/${row.account_id}`);
+    if ('reply' in run) return run.reply;
+    const r = run.result;
+    if (r.status === 'refunded' || r.status === 'released') {
+      const o: RefundOutcome = r.status === 'refunded' ? { refund: 'refunded', refundTransactionId: r.refundTransactionId } : { refund: 'none' };
+      throw executionFailed('The passport could not be issued', payment.transactionId, r.failedStep, r.reason, o);
     }
     await passportChanged(sql, r.tokenId, r.serialNumber);
     return issuanceResponse(request, r);
@@ -196,17 +299,20 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     if (!payment) throw replayedPayment();
     const ref: SettledPaymentRef = { transactionId: payment.transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
     if (row.status === 'pending') return runIssuance(request, reply, row, ref);
+    const failedStep = failedStepOf(row.error);
+    if (row.status === 'failed' || (failedStep && row.status !== 'refused')) {
+      const o: RefundOutcome = row.status === 'refunded' && row.refund_transaction_id ? { refund: 'refunded', refundTransactionId: row.refund_transaction_id } : { refund: 'none' };
+      throw executionFailed('The passport could not be issued', row.payment_transaction_id, failedStep ?? 'confirmSettlement', row.error, o);
+    }
+    if (failedStep) {
+      // refused because its workflow never ran: the refund is still owed
+      throw executionFailed('The passport could not be issued', row.payment_transaction_id, failedStep, row.error, await refund(row.payment_transaction_id, row.error ?? failedStep));
+    }
     const exists = new ApiError('passport_already_exists', `Account ${row.account_id} already has a passport or a pending request`, {
       hint: `Use GET /passport/address/${row.account_id}`,
     });
     if (row.status === 'refused') return refuseAfterSettlement(row.payment_transaction_id, exists);
-    // refunded
-    if (row.error && /^(mint|deliver) failed/.test(row.error)) {
-      throw new ApiError('execution_failed', 'The passport could not be issued; the payment was refunded', {
-        hint: `Retry with a new payment; refund ${row.refund_transaction_id}`,
-        extra: { paymentTransactionId: row.payment_transaction_id, refund: 'refunded', refundTransactionId: row.refund_transaction_id },
-      });
-    }
+    // refunded after losing a race
     throw new ApiError('passport_already_exists', exists.message, {
       hint: `${exists.hint} Your payment ${row.payment_transaction_id} was refunded.`,
       extra: { paymentTransactionId: row.payment_transaction_id, refund: 'refunded', refundTransactionId: row.refund_transaction_id },
@@ -275,7 +381,8 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
               hint: `Use GET /passport/address/${auth.accountId} or upgrade with POST /passport/${active.token_id}/${active.serial}/upgrade`,
             });
           }
-          if (await findPendingIssuance(sql, network, auth.accountId)) {
+          const pending = await findPendingIssuance(sql, network, auth.accountId);
+          if (pending && !(await releasedStaleClaim(pending))) {
             throw new ApiError('passport_already_exists', `A passport for account ${auth.accountId} is being issued`, { hint: `Poll GET /passport/address/${auth.accountId}` });
           }
           let receivable;
@@ -436,15 +543,13 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         payment,
         ...(state.timings ? { timings: state.timings } : {}),
       };
-      const handle = await startOrAttach(ctx, 'passportUpgrade', row.workflow_id, input);
-      const r = await waitForResult<PassportUpgradeResult>(handle, state.workflowWaitMs);
-      if (isPending(r)) return pendingReply(reply, handle.workflowId, `/passport/${row.token_id}/${row.serial}`);
+      const run = await runClaimed<PassportUpgradeResult>(reply, 'The upgrade could not be applied', 'passportUpgrade', { paymentTransactionId: row.payment_transaction_id, workflowId: row.workflow_id }, input, `/passport/${row.token_id}/${row.serial}`);
+      if ('reply' in run) return run.reply;
+      const r = run.result;
       await passportChanged(sql, row.token_id, row.serial);
-      if (r.status === 'refunded') {
-        throw new ApiError('execution_failed', 'The upgrade could not be applied; the payment was refunded', {
-          hint: `Retry with a new payment; refund ${r.refundTransactionId}`,
-          extra: { paymentTransactionId: payment.transactionId, refund: 'refunded', refundTransactionId: r.refundTransactionId },
-        });
+      if (r.status === 'refunded' || r.status === 'released') {
+        const o: RefundOutcome = r.status === 'refunded' ? { refund: 'refunded', refundTransactionId: r.refundTransactionId } : { refund: 'none' };
+        throw executionFailed('The upgrade could not be applied', payment.transactionId, r.failedStep ?? 'metadata update', r.reason, o);
       }
       return upgradeResponse(request, { ...r, accountId: row.account_id, price: payment.amountTinybars });
     };
@@ -485,6 +590,13 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
               return;
             }
           }
+          // one upgrade of a passport at a time, refused before any money moves (like issuance)
+          const pendingUpgrade = await findPendingUpgrade(sql, ids.tokenId, ids.serial);
+          if (pendingUpgrade && !(await releasedStaleClaim(pendingUpgrade))) {
+            throw new ApiError('passport_upgrade_not_eligible', `An upgrade of passport ${ids.tokenId}/${ids.serial} to ${pendingUpgrade.new_tier} is in progress`, {
+              hint: `Poll GET /passport/${ids.tokenId}/${ids.serial} until it shows the new tier, then request a higher one if needed`,
+            });
+          }
           const price = upgradePriceTinybars(oldTier, requested);
           if (price === null) {
             throw new ApiError('passport_upgrade_not_eligible', `Cannot move a ${oldTier} passport to ${requested}`, { hint: `Choose a tier above ${oldTier}` });
@@ -507,6 +619,12 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
             return upgradeResponse(request, { tokenId: row.token_id, serialNumber: serial, did: passport.did, oldTier: row.old_tier, newTier: row.new_tier, capabilities: passport.capabilities, accountId: row.account_id, price: ref.amountTinybars });
           }
           if (row.status === 'pending') return runUpgrade(request, reply, row, passport, ref);
+          const failedStep = failedStepOf(row.error);
+          if (row.status === 'failed' || (failedStep && row.status === 'refunded')) {
+            const o: RefundOutcome = row.status === 'refunded' && row.refund_transaction_id ? { refund: 'refunded', refundTransactionId: row.refund_transaction_id } : { refund: 'none' };
+            throw executionFailed('The upgrade could not be applied', row.payment_transaction_id, failedStep ?? 'confirmSettlement', row.error, o);
+          }
+          if (failedStep) throw executionFailed('The upgrade could not be applied', row.payment_transaction_id, failedStep, row.error, await refund(row.payment_transaction_id, row.error ?? failedStep));
           throw replayedPayment();
         }
         const payment = settledRef(request);

@@ -1,0 +1,65 @@
+/**
+ * a2aMessage (id a2a:{transactionId of the first chunk}), started by the A2A send routes with the
+ * signed chunk transactions only (never a key):
+ *
+ *   submitA2aChunks (each chunk in order, idempotently) -> projectA2aMessage (read back from the
+ *   mirror, joined by chunk_info, into a2a_messages)
+ *
+ * A chunk the ledger refuses for good (expired, insufficient balance, bad signature) ends the
+ * workflow with status 'refused' and the ledger status; the API turns that into an error answer.
+ */
+import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { A2aLedgerActivities } from '../activities/ledger/a2a.js';
+import type { A2aDbActivities, ProjectedA2aMessage } from '../activities/db/a2a.js';
+import type { PassportWorkflowTimings } from './passportIds.js';
+
+export function a2aMessageWorkflowId(transactionId: string): string {
+  return `a2a:${transactionId}`;
+}
+
+export interface A2aMessageInput {
+  messageId: string;
+  /** transaction id of the first chunk (SDK form 0.0.x@seconds.nanos) */
+  transactionId: string;
+  /** one signed single-chunk transaction per chunk, base64, in chunk order */
+  chunks: string[];
+  timings?: PassportWorkflowTimings;
+}
+
+export type A2aMessageResult =
+  | ({ status: 'delivered' } & ProjectedA2aMessage)
+  | { status: 'refused'; ledgerStatus: string; reason: string };
+
+const LEDGER_FAILURE_PREFIX = 'LedgerError.';
+
+export async function a2aMessage(input: A2aMessageInput): Promise<A2aMessageResult> {
+  const t = input.timings ?? {};
+  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? 30_000, backoffCoefficient: 2 };
+  const timeout = t.activityTimeoutMs ?? 120_000;
+  const ledger = proxyActivities<A2aLedgerActivities>({
+    startToCloseTimeout: timeout,
+    heartbeatTimeout: Math.min(timeout, 60_000),
+    retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? 20 },
+  });
+  const db = proxyActivities<A2aDbActivities>({ startToCloseTimeout: timeout, retry });
+
+  let submitted;
+  try {
+    submitted = await ledger.submitA2aChunks({ idempotencyKey: workflowInfo().workflowId, chunks: input.chunks });
+  } catch (err) {
+    const cause = err instanceof ActivityFailure ? err.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type?.startsWith(LEDGER_FAILURE_PREFIX)) {
+      return { status: 'refused', ledgerStatus: cause.type.slice(LEDGER_FAILURE_PREFIX.length), reason: cause.message };
+    }
+    throw err;
+  }
+  const seqs = submitted.sequenceNumbers;
+  const projected = await db.projectA2aMessage({
+    messageId: input.messageId,
+    transactionId: input.transactionId,
+    firstSequence: seqs[0],
+    lastSequence: seqs[seqs.length - 1],
+    chunks: input.chunks.length,
+  });
+  return { status: 'delivered', ...projected };
+}
