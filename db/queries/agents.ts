@@ -199,7 +199,7 @@ export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[
                x.endpoint, x.description, x.agent_card, x.tier, x.registered_at,
                not exists (select 1 from passports p where p.token_id = x.token_id and p.serial = x.serial and p.revoked_at is not null),
                'registered', x.directory_sequence
-          from json_to_recordset(${JSON.stringify(rows)}::json) as x(
+          from json_to_recordset(${tx.json(rows as never)}::json) as x(
                  did text, network text, account_id text, token_id text, serial bigint, name text, capabilities text,
                  skills text, endpoint text, description text, agent_card text, tier text, registered_at timestamptz,
                  directory_sequence bigint)

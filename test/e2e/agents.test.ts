@@ -1,0 +1,275 @@
+// The agent directory end to end over HTTP: real DID signatures, passports bought with a real
+// x402 client, the agentRegistration and directoryRebuild workflows on a Temporal worker, the
+// directory and audit topics read back through localnet's mirror, and a second API instance (own
+// PostgreSQL pool, own LISTEN connection) that must see every change within a second or so.
+import http from 'node:http';
+import { createHash } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createSql, type Sql } from '../../db/client.js';
+import { parseDirectoryMessage } from '../../domain/directory.js';
+import { buildTestApp } from '../support/app.js';
+import { signedHeaders, type TestAgent } from '../support/signing.js';
+import { ADMIN_TOKEN, getJson, paidPost, recordFixture, signedPost, startPassportStack, type PassportStack } from './passportHarness.js';
+
+interface Instance {
+  app: FastifyInstance;
+  baseUrl: string;
+}
+
+async function json(res: Response) {
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+/** Polls until `check` passes (changes reach other instances through NOTIFY, asynchronously). */
+async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (check(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('agent directory end to end (register, list, revoke, rebuild; two API instances)', () => {
+  let ps: PassportStack;
+  let agents: TestAgent[];
+  let b: Instance; // second API instance, TRUST_ALLOW_PRIVATE=true so it may fetch cards from 127.0.0.1
+  let sqlB: Sql;
+  let cards: http.Server;
+  let cardBase = '';
+  const passports = new Map<string, { tokenId: string; serialNumber: number }>();
+
+  const register = async (target: 'a' | 'b', agent: TestAgent, body: Record<string, unknown>) => {
+    if (target === 'a') return signedPost(ps, agent, '/agents/register', body);
+    const headers = await signedHeaders(b.app, agent);
+    return json(await fetch(`${b.baseUrl}/agents/register`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }));
+  };
+  const getB = async (path: string) => json(await fetch(`${b.baseUrl}${path}`));
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  beforeAll(async () => {
+    ps = await startPassportStack('agents');
+    await ps.startWorker();
+    agents = ps.agents;
+
+    const o = ps.sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null };
+    const url = `postgres://${encodeURIComponent(o.user)}${o.pass ? `:${encodeURIComponent(o.pass)}` : ''}@${o.host[0]}:${o.port[0]}/${o.database}`;
+    sqlB = createSql(url, { max: 4 });
+    const appB = await buildTestApp(
+      {
+        ...ps.stack.env,
+        TEMPORAL_TASK_QUEUE: ps.t.taskQueue,
+        RATE_LIMIT_MAX: '100000',
+        ADMIN_TOKEN_SHA256: createHash('sha256').update(ADMIN_TOKEN).digest('hex'),
+        TRUST_ALLOW_PRIVATE: 'true',
+      },
+      { sql: sqlB, ledger: ps.stack.ledger, temporal: async () => ps.t.client },
+    );
+    await appB.listen({ port: 0, host: '127.0.0.1' });
+    b = { app: appB, baseUrl: `http://127.0.0.1:${(appB.server.address() as AddressInfo).port}` };
+
+    // agent cards served locally: /card/<did> names that DID
+    cards = http.createServer((req, res) => {
+      const did = decodeURIComponent(req.url!.replace(/^\/card\//, ''));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name: 'card', did, url: 'https://agent.example.com/a2a', version: '1.0' }));
+    });
+    await new Promise<void>((r) => cards.listen(0, '127.0.0.1', r));
+    cardBase = `http://127.0.0.1:${(cards.address() as AddressInfo).port}/card/`;
+
+    // passports: 0 bronze, 1 gold, 2 silver, 3 bronze, 4 bronze (revoked before it registers)
+    const tiers = ['bronze', 'gold', 'silver', 'bronze', 'bronze'] as const;
+    for (let i = 0; i < tiers.length; i++) {
+      const r = await paidPost(ps, agents[i], '/passport/request', { tier: tiers[i] });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      passports.set(agents[i].did, { tokenId: r.body.tokenId, serialNumber: r.body.serialNumber });
+    }
+  });
+  afterAll(async () => {
+    await b?.app.close();
+    await sqlB?.end();
+    cards?.closeAllConnections();
+    await new Promise((r) => cards?.close(r));
+    await ps?.stop();
+  });
+
+  it('registers an agent: the directory entry of SPEC 2, directory and audit messages on their topics', async () => {
+    const agent = agents[0];
+    const r = await register('a', agent, {
+      did: agent.did,
+      name: 'Weather Bot',
+      capabilities: ['data_consume', 'api_call'],
+      endpoint: 'https://weather.example.com/a2a',
+      skills: ['Weather', 'search'],
+      description: 'Forecasts',
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const p = passports.get(agent.did)!;
+    expect(r.body).toMatchObject({
+      did: agent.did,
+      tokenId: p.tokenId,
+      serial: p.serialNumber,
+      accountId: agent.accountId,
+      name: 'Weather Bot',
+      capabilities: ['api_call', 'data_consume'],
+      endpoint: 'https://weather.example.com/a2a',
+      tier: 'bronze',
+      active: true,
+      skills: ['Weather', 'search'],
+    });
+    expect(typeof r.body.timestamp).toBe('number');
+    expect(r.body._links.self.href).toBe(`/agents/${encodeURIComponent(agent.did)}`);
+
+    const { mirror, deployment } = ps.stack.ledger;
+    const directory = (await mirror.getJoinedTopicMessages(deployment.topics.directory)).messages.map((m) => parseDirectoryMessage(m.text()));
+    expect(directory).toEqual([
+      expect.objectContaining({ v: 1, type: 'agent.registered', did: agent.did, name: 'Weather Bot', tokenId: p.tokenId, serial: p.serialNumber, timestamp: r.body.timestamp }),
+    ]);
+    const audit = (await mirror.getJoinedTopicMessages(deployment.topics.audit)).messages.map((m) => JSON.parse(m.text()));
+    expect(audit).toContainEqual({ v: 1, type: 'agent.registered', did: agent.did, tokenId: p.tokenId, serial: p.serialNumber, tier: 'bronze', timestamp: r.body.timestamp });
+    await recordFixture(ps, ps.workflowId(`agent:${agent.did}`), 'agentRegistration');
+  });
+
+  it('the registration is visible on the second instance (memory kept current by NOTIFY)', async () => {
+    const r = await eventually(() => getB(`/agents/${encodeURIComponent(agents[0].did)}`), (x) => x.status === 200);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ did: agents[0].did, name: 'Weather Bot', active: true });
+  });
+
+  it('checks capabilities against the passport on the ledger: 400 agent_capability_invalid', async () => {
+    const agent = agents[2]; // silver: api_call, data_consume, data_provide
+    const outside = await register('a', agent, { did: agent.did, name: 'Silver', capabilities: ['api_call', 'payment'], endpoint: 'https://s.example.com' });
+    expect([outside.status, outside.body.code]).toEqual([400, 'agent_capability_invalid']);
+    const unknown = await register('a', agent, { did: agent.did, name: 'Silver', capabilities: ['fly'], endpoint: 'https://s.example.com' });
+    expect([unknown.status, unknown.body.code]).toEqual([400, 'agent_capability_invalid']);
+    const ok = await register('a', agent, { did: agent.did, name: 'Silver Search', capabilities: ['data_provide'], endpoint: 'https://s.example.com', skills: ['SEARCH'] });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body).toMatchObject({ tier: 'silver', capabilities: ['data_provide'] });
+  });
+
+  it('fetches the agent card through the SSRF guard: own DID accepted, another DID 409, a private address refused by default', async () => {
+    const agent = agents[1]; // gold
+    const body = { did: agent.did, name: 'Gold Payer', capabilities: ['payment', 'api_call'], endpoint: 'https://gold.example.com/a2a', skills: ['payments'] };
+    // instance A keeps the public-address rule: a card on 127.0.0.1 is not fetched
+    const privateCard = await register('a', agent, { ...body, agentCard: `${cardBase}${encodeURIComponent(agent.did)}` });
+    expect([privateCard.status, privateCard.body.code]).toEqual([400, 'invalid_request']);
+    // instance B (TRUST_ALLOW_PRIVATE): a card naming someone else is a conflict
+    const otherCard = await register('b', agent, { ...body, agentCard: `${cardBase}${encodeURIComponent(agents[0].did)}` });
+    expect([otherCard.status, otherCard.body.code]).toEqual([409, 'policy_refusal']);
+    const ok = await register('b', agent, { ...body, agentCard: `${cardBase}${encodeURIComponent(agent.did)}` });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body).toMatchObject({ did: agent.did, tier: 'gold', capabilities: ['api_call', 'payment'], agentCard: `${cardBase}${encodeURIComponent(agent.did)}` });
+    // and instance A sees it
+    const onA = await eventually(() => getJson(ps, `/agents/${encodeURIComponent(agent.did)}`), (x) => x.status === 200);
+    expect(onA.body.name).toBe('Gold Payer');
+  });
+
+  it('409 agent_already_registered for a DID or a name (case-insensitive) already in the directory', async () => {
+    const again = await register('a', agents[0], { did: agents[0].did, name: 'Another Name', capabilities: ['api_call'], endpoint: 'https://w.example.com' });
+    expect([again.status, again.body.code]).toEqual([409, 'agent_already_registered']);
+    const sameName = await register('a', agents[3], { did: agents[3].did, name: 'WEATHER bot', capabilities: ['api_call'], endpoint: 'https://w.example.com' });
+    expect([sameName.status, sameName.body.code]).toEqual([409, 'agent_already_registered']);
+  });
+
+  it('403 without a passport or with a revoked one; 401/403 for signature problems', async () => {
+    const noPassport = await register('a', agents[5], { did: agents[5].did, name: 'Nobody', capabilities: ['api_call'], endpoint: 'https://n.example.com' });
+    expect([noPassport.status, noPassport.body.code]).toEqual([403, 'passport_not_found']);
+
+    const p4 = passports.get(agents[4].did)!;
+    const revoke = await fetch(`${ps.baseUrl}/admin/revoke`, { method: 'POST', headers: { 'content-type': 'application/json', ...admin }, body: JSON.stringify({ tokenId: p4.tokenId, serial: p4.serialNumber }) });
+    expect(revoke.status).toBe(200);
+    const revoked = await register('a', agents[4], { did: agents[4].did, name: 'Revoked', capabilities: ['api_call'], endpoint: 'https://r.example.com' });
+    expect([revoked.status, revoked.body.code]).toEqual([403, 'passport_not_found']);
+
+    const unsigned = await fetch(`${ps.baseUrl}/agents/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ did: agents[3].did, name: 'x', capabilities: ['api_call'], endpoint: 'https://x.example.com' }) });
+    expect([unsigned.status, ((await unsigned.json()) as { code: string }).code]).toEqual([401, 'auth_header_missing']);
+    const otherDid = await register('a', agents[3], { did: agents[0].did, name: 'x', capabilities: ['api_call'], endpoint: 'https://x.example.com' });
+    expect([otherDid.status, otherDid.body.code]).toEqual([403, 'auth_did_mismatch']);
+    const badBody = await register('a', agents[3], { did: agents[3].did, name: 'x', capabilities: ['api_call'], endpoint: 'ftp://x.example.com', extra: 1 });
+    expect([badBody.status, badBody.body.code]).toEqual([400, 'invalid_request']);
+  });
+
+  it('a revoked passport turns its entry inactive on every instance', async () => {
+    const agent = agents[3];
+    const r = await register('b', agent, { did: agent.did, name: 'Short Lived', capabilities: ['api_call'], endpoint: 'https://short.example.com', skills: ['search'] });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const p = passports.get(agent.did)!;
+    const revoke = await fetch(`${ps.baseUrl}/admin/revoke`, { method: 'POST', headers: { 'content-type': 'application/json', ...admin }, body: JSON.stringify({ tokenId: p.tokenId, serial: p.serialNumber }) });
+    expect(revoke.status).toBe(200);
+    const path = `/agents/${encodeURIComponent(agent.did)}`;
+    const onA = await eventually(() => getJson(ps, path), (x) => x.body.active === false);
+    const onB = await eventually(() => getB(path), (x) => x.body.active === false);
+    expect([onA.status, onA.body.active, onB.status, onB.body.active]).toEqual([200, false, 200, false]);
+  });
+
+  it('lists with each filter and pages: agents, count, total, limit, offset', async () => {
+    const dids = (r: { body: Record<string, any> }) => (r.body.agents as { did: string }[]).map((a) => a.did);
+    const all = await getJson(ps, '/agents');
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ count: 4, total: 4, limit: 20, offset: 0 });
+    // registration order: 0, 2, 1, 3
+    expect(dids(all)).toEqual([agents[0].did, agents[2].did, agents[1].did, agents[3].did]);
+    expect(all.body.agents[3]).toMatchObject({ name: 'Short Lived', active: false });
+
+    const page = await getJson(ps, '/agents?limit=2&offset=1');
+    expect(page.body).toMatchObject({ count: 2, total: 4, limit: 2, offset: 1 });
+    expect(dids(page)).toEqual([agents[2].did, agents[1].did]);
+    const past = await getJson(ps, '/agents?offset=10');
+    expect(past.body).toMatchObject({ agents: [], count: 0, total: 4 });
+
+    const payment = await getJson(ps, '/agents?capability=payment');
+    expect([dids(payment), payment.body.total]).toEqual([[agents[1].did], 1]);
+    const search = await getJson(ps, '/agents?skill=Search');
+    expect(dids(search)).toEqual([agents[0].did, agents[2].did, agents[3].did]);
+    const name = await getJson(ps, '/agents?name=BOT');
+    expect(dids(name)).toEqual([agents[0].did]);
+    const combined = await getJson(ps, '/agents?skill=search&capability=api_call&limit=1&offset=1');
+    expect(combined.body).toMatchObject({ count: 1, total: 2 });
+    expect(dids(combined)).toEqual([agents[3].did]);
+
+    for (const bad of ['/agents?capability=fly', '/agents?limit=101', '/agents?limit=0', '/agents?offset=-1', '/agents?colour=red']) {
+      const r = await getJson(ps, bad);
+      expect([bad, r.status, r.body.code]).toEqual([bad, 400, 'invalid_request']);
+    }
+    // the second instance answers the same
+    const onB = await getB('/agents?skill=Search');
+    expect(dids(onB)).toEqual(dids(search));
+  });
+
+  it('404 agent_not_found for a DID that is not in the directory', async () => {
+    const r = await getJson(ps, `/agents/${encodeURIComponent('did:hedera:local:0.0.999999')}`);
+    expect([r.status, r.body.code]).toEqual([404, 'agent_not_found']);
+    const revokedNeverRegistered = await getJson(ps, `/agents/${encodeURIComponent(agents[4].did)}`);
+    expect(revokedNeverRegistered.status).toBe(404);
+  });
+
+  it('rebuild-cache after emptying the projection gives the same entries on every instance; a concurrent call attaches', async () => {
+    const before = (await getJson(ps, '/agents')).body.agents;
+    // empty the projection and let every instance reload it: the directory is gone everywhere
+    await ps.sql`delete from agents`;
+    await ps.sql`select pg_notify('agent_changed', '*')`;
+    const emptyA = await eventually(() => getJson(ps, '/agents'), (x) => x.body.total === 0);
+    const emptyB = await eventually(() => getB('/agents'), (x) => x.body.total === 0);
+    expect([emptyA.body.total, emptyB.body.total]).toEqual([0, 0]);
+
+    const noToken = await fetch(`${ps.baseUrl}/admin/rebuild-cache`, { method: 'POST' });
+    expect(noToken.status).toBe(401);
+    const [r1, r2] = await Promise.all([
+      json(await fetch(`${ps.baseUrl}/admin/rebuild-cache`, { method: 'POST', headers: admin })),
+      json(await fetch(`${b.baseUrl}/admin/rebuild-cache`, { method: 'POST', headers: admin })),
+    ]);
+    expect(r1.status, JSON.stringify(r1.body)).toBe(200);
+    expect(r1.body).toMatchObject({ rebuilt: true, messages: 4, registrations: 4, agents: 4, active: 3, skipped: 0 });
+    expect(r2.status).toBe(200);
+    expect(r2.body).toMatchObject({ agents: 4, active: 3 });
+
+    const [{ n }] = await ps.sql<{ n: bigint }[]>`select count(*)::bigint as n from agents where status = 'registered'`;
+    expect(Number(n)).toBe(4);
+    const afterA = await eventually(() => getJson(ps, '/agents'), (x) => JSON.stringify(x.body.agents) === JSON.stringify(before));
+    const afterB = await eventually(() => getB('/agents'), (x) => JSON.stringify(x.body.agents) === JSON.stringify(before));
+    expect(afterA.body.agents).toEqual(before);
+    expect(afterB.body.agents).toEqual(before);
+    await recordFixture(ps, ps.workflowId('directory-rebuild'), 'directoryRebuild');
+  });
+});
