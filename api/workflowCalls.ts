@@ -37,13 +37,6 @@ export async function startOrAttach(
 
 const PENDING = Symbol('pending');
 
-/** The workflow's result, PENDING after waitMs, or an ApiError 502 when the workflow failed. */
-export async function waitForResult<T>(handle: WorkflowHandle, waitMs: number): Promise<T | typeof PENDING> {
-  const result = handle.result() as Promise<T>;
-  result.catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof PENDING>((resolve) => {
-    timer = setTimeout(() => resolve(PENDING), waitMs);
 /** The workflow ended without a result (failed, terminated, cancelled, timed out): 502 execution_failed. */
 export class WorkflowRunFailed extends ApiError {
   constructor(readonly workflowId: string, readonly failure: unknown) {
@@ -71,6 +64,13 @@ export async function workflowRunning(ctx: AppContext, workflowId: string): Prom
   }
 }
 
+/** The workflow's result, PENDING after waitMs, or an ApiError 502 when the workflow failed. */
+export async function waitForResult<T>(handle: WorkflowHandle, waitMs: number): Promise<T | typeof PENDING> {
+  const result = handle.result() as Promise<T>;
+  result.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof PENDING>((resolve) => {
+    timer = setTimeout(() => resolve(PENDING), waitMs);
   });
   try {
     return await Promise.race([result, timeout]);

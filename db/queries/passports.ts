@@ -226,6 +226,13 @@ export async function findUpgrade(sql: Sql, paymentTransactionId: string): Promi
   return rows[0] ?? null;
 }
 
+/** The upgrade of this passport a settled payment already claimed and that is not finished. */
+export async function findPendingUpgrade(sql: Sql, tokenId: string, serial: number | bigint): Promise<UpgradeRow | null> {
+  const rows = await sql<UpgradeRow[]>`
+    select * from passport_upgrades where token_id = ${tokenId} and serial = ${serial.toString()} and status = 'pending'`;
+  return rows[0] ?? null;
+}
+
 export interface UpgradeClaim {
   paymentTransactionId: string;
   workflowId: string;
@@ -241,13 +248,6 @@ export type UpgradeClaimOutcome =
   | { claimed: false; reason: 'passport_not_found' | 'passport_upgrade_not_eligible' | 'request_pending'; row: UpgradeRow };
 
 /** Claims the passport for an upgrade paid by this payment (its tier must still be oldTier). */
-/** The upgrade of this passport a settled payment already claimed and that is not finished. */
-export async function findPendingUpgrade(sql: Sql, tokenId: string, serial: number | bigint): Promise<UpgradeRow | null> {
-  const rows = await sql<UpgradeRow[]>`
-    select * from passport_upgrades where token_id = ${tokenId} and serial = ${serial.toString()} and status = 'pending'`;
-  return rows[0] ?? null;
-}
-
 export async function claimUpgrade(sql: Sql, c: UpgradeClaim): Promise<UpgradeClaimOutcome> {
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(hashtext(${`passport-nft:${c.tokenId}:${c.serial}`}))`;
@@ -302,6 +302,10 @@ export async function markRequestRefunded(sql: Sql, paymentTransactionId: string
     update passport_issuances set status = 'refunded', refund_transaction_id = ${refundTransactionId},
            error = coalesce(${error ?? null}, error), updated_at = now()
      where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
+  await sql`
+    update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
+           error = coalesce(${error ?? null}, error), updated_at = now()
+     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
 }
 
 /**
@@ -336,9 +340,5 @@ export async function markRequestFailed(sql: Sql, paymentTransactionId: string, 
     update passport_upgrades set status = 'failed', error = ${error}, updated_at = now()
      where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused') returning 1`;
   return a.length + b.length > 0;
-  await sql`
-    update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
-           error = coalesce(${error ?? null}, error), updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
 }
 
