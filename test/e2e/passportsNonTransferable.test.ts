@@ -7,8 +7,10 @@ import { AccountId, NftId, PrivateKey, TokenCreateTransaction, TokenId, TokenTyp
 import { createLedgerClient } from '../../ledger/client.js';
 import { LedgerError } from '../../ledger/errors.js';
 import { freezeAccount, wipeNft } from '../../ledger/operations.js';
+import { MirrorClient } from '../../ledger/mirror.js';
 import { findPassport } from '../../db/queries/passports.js';
-import type { TestAgent } from '../support/signing.js';
+import { buildTestApp } from '../support/app.js';
+import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { ADMIN_TOKEN, getJson, paidPost, signedPost, startPassportStack, type PassportStack } from './passportHarness.js';
 
 describe('passports are non-transferable (frozen holder, ownership read from the ledger)', () => {
@@ -133,5 +135,24 @@ describe('passports are non-transferable (frozen holder, ownership read from the
       .setTreasuryAccountId(ps.stack.localnet.config.operator.accountId).setSupplyKey(opKey).setWipeKey(opKey).execute(service)).getReceipt(service)).tokenId!.toString();
     const r = await ps.activities.setPassportFrozen({ idempotencyKey: `test/${legacy}/freeze`, tokenId: legacy, accountId: holder.accountId, frozen: true });
     expect(r).toMatchObject({ status: 'TOKEN_HAS_NO_FREEZE_KEY', accountId: holder.accountId });
+  });
+
+  it('upgrade answers 503 service_unavailable when the mirror cannot say who holds the passport', async () => {
+    const holder = agents[4]; // holds a live passport (previous test)
+    const [row] = await ps.sql`select token_id, serial from passports where account_id = ${holder.accountId} and revoked_at is null`;
+    // same database and signature keys; only the NFT read goes to a mirror that does not answer
+    const deadMirror = new MirrorClient('http://127.0.0.1:9/api/v1', { timeoutMs: 2_000 });
+    const app = await buildTestApp({ ...ps.stack.env, RATE_LIMIT_MAX: '100000' }, { sql: ps.sql, ledger: { ...ps.stack.ledger, mirror: deadMirror }, temporal: async () => ps.t.client });
+    try {
+      const res = await app.inject({
+        method: 'POST',
+        url: `/passport/${row.token_id}/${row.serial}/upgrade`,
+        headers: { 'content-type': 'application/json', ...(await signedHeaders(app, holder)) },
+        payload: { did: holder.did, tier: 'gold' },
+      });
+      expect([res.statusCode, res.json().code], res.body).toEqual([503, 'service_unavailable']);
+    } finally {
+      await app.close();
+    }
   });
 });
