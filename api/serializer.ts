@@ -29,13 +29,28 @@ function zodSchemaOf(maybe: unknown): z.ZodType | null {
   return null;
 }
 
+/**
+ * The schema without its `required` lists. fast-json-stringify writes required properties before
+ * optional ones; without the lists it keeps the schema's order, so the bytes are the ones zod +
+ * JSON.stringify wrote. (The lists only made it throw on a missing property: handlers' return
+ * types are checked against the same zod schemas at compile time, and responses are not validated
+ * at run time any more -- the point of compiling.)
+ */
+function withoutRequired(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutRequired);
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) if (k !== 'required') out[k] = withoutRequired(v);
+  return out;
+}
+
 /** The compiled serialiser of a zod schema (memoised); null when JSON Schema cannot express it. */
 export function compileSerializer(schema: z.ZodType): Serialize | null {
   if (COMPILED.has(schema)) return COMPILED.get(schema)!;
   let out: Serialize | null = null;
   try {
     const json = z.toJSONSchema(schema, { io: 'output', target: 'draft-07', unrepresentable: 'throw' });
-    out = fastJson(json as Parameters<typeof fastJson>[0]) as Serialize;
+    out = fastJson(withoutRequired(json) as Parameters<typeof fastJson>[0]) as Serialize;
   } catch {
     out = null;
   }
