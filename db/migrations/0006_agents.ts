@@ -7,8 +7,8 @@ import type { Sql } from 'postgres';
  *   agentRegistration workflow (unique DID and unique case-insensitive name, so two concurrent
  *   registrations cannot both pass); the workflow turns it into 'registered' (or deletes it when it
  *   fails). Only registered rows are served.
- * - active turns false when the agent's passport is revoked (the trigger below, in the revoking
- *   transaction, with NOTIFY agent_changed).
+ * - active turns false when the agent's passport is revoked, and tier follows an upgrade (the
+ *   trigger below, in the passport write's transaction, with NOTIFY agent_changed).
  * - directory_sequence is the directory topic message that registered the agent (the rebuild replays
  *   the topic in that order).
  */
@@ -41,10 +41,11 @@ export async function up(sql: Sql): Promise<void> {
     create index agents_passport on agents (token_id, serial);
     create index agents_order on agents (directory_sequence, did);
 
-    -- A revoked passport turns its agents inactive in the same transaction as the revocation, and
-    -- announces each (NOTIFY agent_changed, payload the DID) so every API process updates its memory.
-    -- A trigger rather than a call in the revoke query: every path that revokes is covered.
-    create function agents_follow_passport_revocation() returns trigger language plpgsql as $$
+    -- The directory follows its passports in the same transaction as the passport change, and
+    -- announces each changed agent (NOTIFY agent_changed, payload the DID) so every API process
+    -- updates its memory: a revoked passport turns its agents inactive, an upgrade changes their
+    -- tier. A trigger rather than calls in the passport queries: every path that writes is covered.
+    create function agents_follow_passport() returns trigger language plpgsql as $$
     declare
       d text;
     begin
@@ -56,18 +57,26 @@ export async function up(sql: Sql): Promise<void> {
           perform pg_notify('agent_changed', d);
         end loop;
       end if;
+      if new.tier is distinct from old.tier then
+        for d in update agents set tier = new.tier, updated_at = now()
+                  where token_id = new.token_id and serial = new.serial and tier is distinct from new.tier
+                  returning did
+        loop
+          perform pg_notify('agent_changed', d);
+        end loop;
+      end if;
       return new;
     end
     $$;
-    create trigger passports_revoked_deactivate_agents after update of revoked_at on passports
-      for each row execute function agents_follow_passport_revocation();
+    create trigger passports_changed_update_agents after update of revoked_at, tier on passports
+      for each row execute function agents_follow_passport();
   `);
 }
 
 export async function down(sql: Sql): Promise<void> {
   await sql.unsafe(`
-    drop trigger if exists passports_revoked_deactivate_agents on passports;
-    drop function if exists agents_follow_passport_revocation();
+    drop trigger if exists passports_changed_update_agents on passports;
+    drop function if exists agents_follow_passport();
     drop table if exists agents;
   `);
 }

@@ -166,7 +166,9 @@ export interface ReplayedAgent {
 
 /**
  * Replaces the registered rows by the replayed topic (DESIGN.md section 10: the topic is the
- * record), in one transaction, and tells every process to reload. Pending claims stay (their
+ * record), in one transaction, and tells every process to reload. Tier and active come from the
+ * passports projection when it knows the passport (an upgrade or a revocation after the
+ * registration), else from the message. Pending claims stay (their
  * workflows write their rows when they finish); a replayed entry that collides with one is kept
  * out until then. Returns how many rows were written and how many of them are active.
  */
@@ -196,7 +198,9 @@ export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[
         insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, description,
                             agent_card, tier, registered_at, active, status, directory_sequence)
         select x.did, x.network, x.account_id, x.token_id, x.serial, x.name, x.capabilities::jsonb, x.skills::jsonb,
-               x.endpoint, x.description, x.agent_card, x.tier, x.registered_at,
+               x.endpoint, x.description, x.agent_card,
+               coalesce((select p.tier from passports p where p.token_id = x.token_id and p.serial = x.serial), x.tier),
+               x.registered_at,
                not exists (select 1 from passports p where p.token_id = x.token_id and p.serial = x.serial and p.revoked_at is not null),
                'registered', x.directory_sequence
           from json_to_recordset(${tx.json(rows as never)}::json) as x(

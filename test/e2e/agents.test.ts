@@ -203,6 +203,23 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     expect([onA.status, onA.body.active, onB.status, onB.body.active]).toEqual([200, false, 200, false]);
   });
 
+  it('an upgraded passport changes the tier of its entry on every instance', async () => {
+    const agent = agents[2];
+    const p = passports.get(agent.did)!;
+    const up = await paidPost(ps, agent, `/passport/${p.tokenId}/${p.serialNumber}/upgrade`, { tier: 'gold' });
+    expect(up.status, JSON.stringify(up.body)).toBe(200);
+    const path = `/agents/${encodeURIComponent(agent.did)}`;
+    const onA = await eventually(() => getJson(ps, path), (x) => x.body.tier === 'gold');
+    const onB = await eventually(() => getB(path), (x) => x.body.tier === 'gold');
+    expect([onA.body.tier, onB.body.tier, onA.body.capabilities]).toEqual(['gold', 'gold', ['data_provide']]);
+  });
+
+  it('documents the directory routes in the OpenAPI document', async () => {
+    const r = await getJson(ps, '/openapi.json');
+    expect(r.status).toBe(200);
+    expect(Object.keys(r.body.paths)).toEqual(expect.arrayContaining(['/agents/register', '/agents', '/agents/{did}', '/admin/rebuild-cache']));
+  });
+
   it('lists with each filter and pages: agents, count, total, limit, offset', async () => {
     const dids = (r: { body: Record<string, any> }) => (r.body.agents as { did: string }[]).map((a) => a.did);
     const all = await getJson(ps, '/agents');
