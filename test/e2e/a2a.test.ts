@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.js';
 import { A2A_MAX_BODY_BYTES, encodeEnvelope, envelopeOf } from '../../domain/a2a.js';
 import { parsePrivateKey } from '../../ledger/keys.js';
-import { joinTopicMessages } from '../../ledger/mirror.js';
+import { joinTopicMessages, toMirrorTransactionId } from '../../ledger/mirror.js';
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
 import { testConfig } from '../support/app.js';
@@ -135,6 +135,13 @@ describe('A2A messaging end to end (localnet topic, Temporal workflow, inbox pro
     sent.push(r.body);
     const mirrorTx = await ps.stack.ledger.mirror.getTransaction(tx.transactionId!.toString());
     expect(mirrorTx?.result).toBe('SUCCESS');
+
+    // the same bytes sent again (a client retry) give the same message, submitted once
+    const before = await topicCount();
+    const again = await signedSend('/a2a/send-signed', bob, { ...msg, txBytes: b64(tx.toBytes()) });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.id).toBe(r.body.id);
+    expect(await topicCount()).toBe(before);
   });
 
   it('send-signed with a detached signature and public key over unsigned bytes', async () => {
@@ -199,7 +206,8 @@ describe('A2A messaging end to end (localnet topic, Temporal workflow, inbox pro
       expect(r.body.chunks).toBe(chunks);
       id = r.body.id;
     } else {
-      id = r.body.workflowId.split('a2a:')[1].replace('@', '-').replace('.', '-');
+      expect(r.body.code).toBe('request_pending');
+      id = toMirrorTransactionId(r.body.workflowId.split('a2a:')[1]);
     }
     const m = await waitForMessage(carol.did, bob.did, id);
     expect(m.body).toBe(body);
@@ -345,6 +353,14 @@ describe('A2A messaging end to end (localnet topic, Temporal workflow, inbox pro
     const events = JSON.stringify(history, (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') + Buffer.from(v).toString('hex') : v)).toLowerCase();
     expect(events).toContain('a2amessage');
     for (const n of needles) expect(events).not.toContain(n);
+  });
+
+  it('the OpenAPI document describes the routes, the send-signed recipe and the deprecation', async () => {
+    const doc = (await getJson(ps, '/openapi.json')).body;
+    for (const p of ['/a2a/send', '/a2a/send-with-key', '/a2a/send-signed', '/a2a/inbox', '/a2a/conversation']) expect(doc.paths[p], p).toBeTruthy();
+    expect(doc.paths['/a2a/send'].post.deprecated).toBe(true);
+    expect(doc.paths['/a2a/send-signed'].post.description).toContain('TopicMessageSubmitTransaction');
+    expect(doc.paths['/a2a/send-signed'].post.description).toContain('TransactionId.generate');
   });
 
   it('send-signed without signature headers is 401', async () => {
