@@ -174,7 +174,10 @@ export function requirePayment(
     const gate = request.server.x402;
     if (!gate) throw new Error('x402Plugin is not registered');
     const t = await terms(request);
-    const requirements = await gate.requirements(t);
+    const requirements = await gate.requirements(t).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === 'internal_server_error') request.log.error({ url: request.url, amount: String(t.amountTinybars).slice(0, 32) }, err.message);
+      throw err;
+    });
     const resource = { url: resourceUrl(request, gate, t), description: t.description, mimeType: t.mimeType ?? 'application/json' };
     const amountTinybars = BigInt(requirements.amount);
     const terms402 = {
