@@ -48,3 +48,25 @@ export async function statusOf(fn: () => Promise<unknown>): Promise<string> {
   }
   return 'NO_ERROR';
 }
+
+export interface OpenLocalnet {
+  tmp: { dir: string; cleanup(): void };
+  net: Localnet;
+  /** an SDK client with the operator (0.0.2) */
+  client: Client;
+  opKey: PrivateKey;
+}
+
+/** A localnet in a temp dir with an operator SDK client, for a test file's beforeAll. */
+export async function openTestLocalnet(prefix: string): Promise<OpenLocalnet> {
+  const tmp = tempDataDir(prefix);
+  const net = await startTestLocalnet(tmp.dir);
+  return { tmp, net, client: sdkClient(net.config), opKey: PrivateKey.fromStringDer(net.config.operator.privateKey) };
+}
+
+/** afterAll counterpart of openTestLocalnet (tolerates a setup that failed half-way). */
+export async function closeTestLocalnet(o: Partial<OpenLocalnet>): Promise<void> {
+  o.client?.close();
+  await o.net?.stop();
+  o.tmp?.cleanup();
+}

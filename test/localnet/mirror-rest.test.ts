@@ -12,7 +12,7 @@ import {
   type TransactionId,
 } from '@hashgraph/sdk';
 import type { Localnet } from '../../localnet/index.js';
-import { getJson, sdkClient, startTestLocalnet, tempDataDir } from './harness.js';
+import { closeTestLocalnet, getJson, openTestLocalnet } from './harness.js';
 
 let net: Localnet;
 let client: Client;
@@ -26,17 +26,10 @@ function mirrorTxId(id: TransactionId): string {
 }
 
 beforeAll(async () => {
-  tmp = tempDataDir('mirror');
-  net = await startTestLocalnet(tmp.dir);
-  client = sdkClient(net.config);
-  opKey = PrivateKey.fromStringDer(net.config.operator.privateKey);
+  ({ tmp, net, client, opKey } = await openTestLocalnet('mirror'));
 });
 
-afterAll(async () => {
-  client?.close();
-  await net?.stop();
-  tmp?.cleanup();
-});
+afterAll(() => closeTestLocalnet({ tmp, net, client }));
 
 describe('mirror REST', () => {
   it('GET accounts/{id}: ED25519 and ECDSA agents', async () => {

@@ -37,7 +37,7 @@ import {
 } from '@hashgraph/sdk';
 import { proto } from '../../localnet/proto.js';
 import type { Localnet } from '../../localnet/index.js';
-import { getJson, sdkClient, startTestLocalnet, statusOf, tempDataDir } from './harness.js';
+import { closeTestLocalnet, getJson, openTestLocalnet, statusOf } from './harness.js';
 
 let net: Localnet;
 let client: Client;
@@ -57,17 +57,10 @@ async function newAccount(key: PrivateKey, hbar: number, maxAuto = 0): Promise<A
 }
 
 beforeAll(async () => {
-  tmp = tempDataDir('sdk');
-  net = await startTestLocalnet(tmp.dir);
-  client = sdkClient(net.config);
-  opKey = PrivateKey.fromStringDer(net.config.operator.privateKey);
+  ({ tmp, net, client, opKey } = await openTestLocalnet('sdk'));
 });
 
-afterAll(async () => {
-  client?.close();
-  await net?.stop();
-  tmp?.cleanup();
-});
+afterAll(() => closeTestLocalnet({ tmp, net, client }));
 
 describe('bootstrap', () => {
   it('writes localnet.json in the documented shape', () => {

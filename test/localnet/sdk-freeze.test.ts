@@ -21,7 +21,7 @@ import {
   TransferTransaction,
 } from '@hashgraph/sdk';
 import type { Localnet } from '../../localnet/index.js';
-import { getJson, sdkClient, startTestLocalnet, statusOf, tempDataDir } from './harness.js';
+import { closeTestLocalnet, getJson, openTestLocalnet, sdkClient, startTestLocalnet, statusOf } from './harness.js';
 
 let net: Localnet;
 let client: Client;
@@ -81,17 +81,10 @@ async function mirrorFreezeStatus(account: AccountId, tokenId: TokenId): Promise
 }
 
 beforeAll(async () => {
-  tmp = tempDataDir('freeze');
-  net = await startTestLocalnet(tmp.dir);
-  client = sdkClient(net.config);
-  opKey = PrivateKey.fromStringDer(net.config.operator.privateKey);
+  ({ tmp, net, client, opKey } = await openTestLocalnet('freeze'));
 });
 
-afterAll(async () => {
-  client?.close();
-  await net?.stop();
-  tmp?.cleanup();
-});
+afterAll(() => closeTestLocalnet({ tmp, net, client }));
 
 describe('token freeze (HTS rules)', () => {
   const freezeKey = PrivateKey.generateED25519();
