@@ -38,10 +38,13 @@ const UPGRADE = '/passport/:tokenId/:serial/upgrade';
 const PASSPORT = '/passport/:tokenId/:serial';
 const REVOKE = '/admin/revoke';
 const CODEC = ['/codec/decode', '/codec/encode'];
+/** The A2A send routes (and those of them guarded by DID signature authentication). */
+const A2A_SEND = ['/a2a/send', '/a2a/send-with-key', '/a2a/send-signed'];
+const A2A_SIGNED = ['/a2a/send', '/a2a/send-signed'];
 /** Routes guarded by DID signature authentication. */
-const SIGNED = [REQUEST, UPGRADE];
+const SIGNED = [REQUEST, UPGRADE, ...A2A_SIGNED];
 /** Routes that run a workflow and wait for it. */
-const WORKFLOW = [REQUEST, UPGRADE, REVOKE];
+const WORKFLOW = [REQUEST, UPGRADE, REVOKE, ...A2A_SEND];
 const NONE: string[] = [];
 
 export const SPEC_ERRORS = [
@@ -49,7 +52,7 @@ export const SPEC_ERRORS = [
   { code: 'insufficient_subject', http_status: 422, agent_impact: 'The subject cannot be evaluated as given.', hint_template: 'Provide a subject that can be evaluated: {detail}', affected_routes: NONE, recovery_action: 'change_request', charge: 'never' },
   { code: 'execution_failed', http_status: 502, agent_impact: 'A platform or upstream step failed; any settled amount is refunded automatically.', hint_template: 'Retry the request; the refund of {amount} is automatic', affected_routes: WORKFLOW, recovery_action: 'retry_immediately', charge: 'never' },
   { code: 'data_unavailable', http_status: 503, agent_impact: 'The live-data feed cannot serve now; refused before settlement.', hint_template: 'Retry shortly; free-tier answers may carry data_status stale since {stale_since}', affected_routes: NONE, recovery_action: 'retry_immediately', charge: 'never' },
-  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE], recovery_action: 'choose_alternative' },
+  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE, ...A2A_SEND], recovery_action: 'choose_alternative' },
   { code: 'passport_not_owned', http_status: 403, agent_impact: 'The wallet does not own this passport.', hint_template: 'Sign with the account that owns {tokenId}/{serial}', affected_routes: [UPGRADE], recovery_action: 'not_authorized' },
   { code: 'passport_payment_required', http_status: 402, agent_impact: 'An x402 payment is needed before the passport is issued.', hint_template: 'Pay {amount} to {payTo} through {facilitator} and retry with PAYMENT-SIGNATURE', affected_routes: [REQUEST, UPGRADE], recovery_action: 'wait_and_retry' },
   { code: 'passport_payment_failed', http_status: 400, agent_impact: 'The payment failed or was rejected by the facilitator.', hint_template: 'Build a fresh payment for the stated requirements: {reason}', affected_routes: [REQUEST, UPGRADE], recovery_action: 'retry_immediately' },
@@ -62,12 +65,12 @@ export const SPEC_ERRORS = [
   { code: 'auth_challenge_expired', http_status: 401, agent_impact: 'The challenge expired or was already used.', hint_template: 'Fetch a new challenge from GET /auth/challenge?did={did} and sign it', affected_routes: SIGNED, recovery_action: 'retry_immediately' },
   { code: 'auth_signature_invalid', http_status: 401, agent_impact: 'The signature check failed.', hint_template: 'Sign the exact challenge string with the key of {did}', affected_routes: SIGNED, recovery_action: 'change_request' },
   { code: 'auth_header_missing', http_status: 401, agent_impact: 'A signature header is missing.', hint_template: 'Send X-Service-DID, X-Service-Challenge and X-Service-Signature', affected_routes: SIGNED, recovery_action: 'change_request' },
-  { code: 'auth_did_unresolved', http_status: 401, agent_impact: 'The DID cannot be resolved.', hint_template: 'Use a DID of the form did:hedera:{network}:{accountId} for an existing account', affected_routes: SIGNED, recovery_action: 'change_request' },
+  { code: 'auth_did_unresolved', http_status: 401, agent_impact: 'The DID cannot be resolved.', hint_template: 'Use a DID of the form did:hedera:{network}:{accountId} for an existing account', affected_routes: [...SIGNED, '/a2a/send-with-key'], recovery_action: 'change_request' },
   { code: 'market_task_not_found', http_status: 404, agent_impact: 'The task is missing.', hint_template: 'Check taskId {taskId} (GET /market/tasks)', affected_routes: NONE, recovery_action: 'choose_alternative' },
   { code: 'market_task_already_claimed', http_status: 409, agent_impact: 'The task is already claimed.', hint_template: 'Pick another posted task', affected_routes: NONE, recovery_action: 'choose_alternative' },
   { code: 'market_task_not_claimed_by_agent', http_status: 403, agent_impact: 'The task is not claimed by this agent.', hint_template: 'Only the claimer of {taskId} may do this', affected_routes: NONE, recovery_action: 'change_request' },
-  { code: 'a2a_recipient_not_found', http_status: 404, agent_impact: 'The recipient DID is missing or has no inbox.', hint_template: 'Check the recipient {to} (GET /agents/{to})', affected_routes: NONE, recovery_action: 'change_request' },
-  { code: 'a2a_message_too_large', http_status: 413, agent_impact: 'The payload is over the maximum (256 KB).', hint_template: 'Send at most 256 KB; store larger payloads elsewhere and send a link', affected_routes: NONE, recovery_action: 'change_request' },
+  { code: 'a2a_recipient_not_found', http_status: 404, agent_impact: 'The recipient DID is missing or has no inbox.', hint_template: 'Check the recipient {to} (GET /agents/{to})', affected_routes: A2A_SEND, recovery_action: 'change_request' },
+  { code: 'a2a_message_too_large', http_status: 413, agent_impact: 'The payload is over the maximum (256 KB).', hint_template: 'Send at most 256 KB; store larger payloads elsewhere and send a link', affected_routes: A2A_SEND, recovery_action: 'change_request' },
   { code: 'agent_key_invalid', http_status: 401, agent_impact: 'The Bearer key is missing or malformed.', hint_template: 'Send Authorization: Bearer apk_<key> as issued by POST /api/v1/agents/register', affected_routes: NONE, recovery_action: 'change_request' },
   { code: 'agent_key_revoked', http_status: 401, agent_impact: 'The key was revoked.', hint_template: 'Register again with POST /api/v1/agents/register', affected_routes: NONE, recovery_action: 'choose_alternative' },
   { code: 'register_rate_limited', http_status: 429, agent_impact: 'The daily per-IP registration cap is exceeded (24 h window).', hint_template: 'Retry after {resetAt}', affected_routes: NONE, recovery_action: 'wait_and_retry' },
@@ -85,7 +88,7 @@ export const SERVICE_ERRORS = [
   { code: 'unsupported_media_type', http_status: 415, agent_impact: 'The body is not in a supported content type.', hint_template: 'Send Content-Type: application/json', affected_routes: ALL, recovery_action: 'change_request' },
   { code: 'admin_auth_required', http_status: 401, agent_impact: 'The admin route needs a token.', hint_template: 'Send Authorization: Bearer <admin token>', affected_routes: [REVOKE, ...CODEC], recovery_action: 'not_authorized' },
   { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: [REVOKE, ...CODEC], recovery_action: 'not_authorized' },
-  { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: SIGNED, recovery_action: 'change_request' },
+  { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: [...SIGNED, '/a2a/send-with-key'], recovery_action: 'change_request' },
   { code: 'passport_already_revoked', http_status: 409, agent_impact: 'The passport is already revoked.', hint_template: 'Nothing to do: {tokenId}/{serial} was revoked at {revokedAt}', affected_routes: [REVOKE], recovery_action: 'no_action' },
   { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: WORKFLOW, recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
