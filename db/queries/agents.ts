@@ -109,9 +109,15 @@ export async function claimAgent(sql: Sql, c: AgentClaim): Promise<AgentClaimOut
   return claimAgent(sql, c); // the conflicting claim was released meanwhile
 }
 
-/** Drops a pending claim (its workflow failed). Registered rows are never touched. */
-export async function releaseAgentClaim(sql: Sql, did: string): Promise<boolean> {
-  const rows = await sql`delete from agents where did = ${did} and status = 'pending' returning did`;
+/**
+ * Drops a pending claim (its workflow failed, or never started: `olderThanMs` then guards the
+ * moment between the claim and the workflow start). Registered rows are never touched.
+ */
+export async function releaseAgentClaim(sql: Sql, did: string, olderThanMs = 0): Promise<boolean> {
+  const rows = await sql`
+    delete from agents
+     where did = ${did} and status = 'pending' and created_at <= now() - make_interval(secs => ${olderThanMs / 1000})
+    returning did`;
   return rows.length === 1;
 }
 

@@ -190,6 +190,20 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     expect([badBody.status, badBody.body.code]).toEqual([400, 'invalid_request']);
   });
 
+  it('a pending claim holds its name while young; one whose workflow never ran is released after a minute', async () => {
+    const claim = (did: string, name: string, age: string) => ps.sql`
+      insert into agents (did, network, account_id, token_id, serial, name, capabilities, endpoint, tier, status, workflow_id, created_at)
+      values (${did}, 'local', '0.0.424242', '0.0.1', 1, ${name}, '[]'::jsonb, 'https://x.example.com', 'bronze', 'pending',
+              ${`${did}/no-such-workflow`}, now() - ${age}::interval)`;
+    await claim('did:hedera:local:0.0.424242', 'Young Claim', '0 seconds');
+    await claim('did:hedera:local:0.0.434343', 'Short Lived', '2 minutes');
+    const agent = agents[3];
+    const young = await register('a', agent, { did: agent.did, name: 'young claim', capabilities: ['api_call'], endpoint: 'https://y.example.com' });
+    expect([young.status, young.body.code]).toEqual([409, 'agent_already_registered']);
+    // the stale claim of 'Short Lived' is released, so agent 3 can take the name in the next test
+    await ps.sql`delete from agents where did = 'did:hedera:local:0.0.424242'`;
+  });
+
   it('a revoked passport turns its entry inactive on every instance', async () => {
     const agent = agents[3];
     const r = await register('b', agent, { did: agent.did, name: 'Short Lived', capabilities: ['api_call'], endpoint: 'https://short.example.com', skills: ['search'] });

@@ -14,6 +14,7 @@
  * requests end with one claim) and the workflow publishes the directory and audit messages and
  * writes the projection, whose NOTIFY brings the entry into every process's memory.
  */
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { ApiError, echo } from '../../errors.js';
@@ -21,9 +22,9 @@ import { requireAdmin } from '../../plugins/adminAuth.js';
 import { errorResponses } from '../../schemas/common.js';
 import { agentDidParams, agentEntrySchema, agentListSchema, agentRegisterBodySchema, agentsQuerySchema, rebuildResultSchema } from '../../schemas/agents.js';
 import { passportState, scopedWorkflowId } from '../../passportState.js';
-import { isPending, pendingReply, startOrAttach, waitForResult } from '../../workflowCalls.js';
+import { isPending, pendingReply, startOrAttach, waitForResult, workflowRunning, WorkflowRunFailed } from '../../workflowCalls.js';
 import { AgentDirectory } from './directory.js';
-import { agentEntryOf, claimAgent, findAgent, findAgentByName } from '../../../db/queries/agents.js';
+import { agentEntryOf, claimAgent, findAgent, findAgentByName, releaseAgentClaim, type AgentRow } from '../../../db/queries/agents.js';
 import { listPassportsByAccount, type PassportRow } from '../../../db/queries/passports.js';
 import { CAPABILITIES, isCapability, type Capability } from '../../../domain/capabilities.js';
 import { capabilitiesOutsidePassport, cardDid, normaliseCapabilities, normaliseSkills, type AgentEntry } from '../../../domain/directory.js';
@@ -53,6 +54,9 @@ function alreadyRegistered(what: 'did' | 'name', value: string): ApiError {
     hint: what === 'did' ? `See GET /agents/${value}` : 'Choose another name (names are unique regardless of case)',
   });
 }
+
+/** A pending claim whose workflow is not running is released only once it is this old. */
+const STALE_CLAIM_MS = 60_000;
 
 interface PassportOnLedger {
   tokenId: string;
@@ -149,6 +153,37 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
     }
   };
 
+  /**
+   * A claim found in the way: 'held' (registered, or pending with its workflow running or just
+   * claimed), or 'released' when it was pending and its workflow is not running (the API died
+   * between the claim and the start, or the workflow failed before it released the claim).
+   */
+  const claimState = async (row: AgentRow): Promise<'held' | 'released'> => {
+    if (row.status !== 'pending' || !row.workflow_id) return 'held';
+    if ((await workflowRunning(ctx, row.workflow_id)) !== false) return 'held';
+    return (await releaseAgentClaim(sql, row.did, STALE_CLAIM_MS)) ? 'released' : 'held';
+  };
+
+  /** Starts the registration workflow (the Temporal UI shows who registers what) and answers its outcome. */
+  const runRegistration = async (reply: FastifyReply, did: string, workflowId: string, input: AgentRegistrationInput) => {
+    const handle = await startOrAttach(ctx, 'agentRegistration', workflowId, input, {
+      staticSummary: `Register agent "${input.name}" (${did})`,
+      staticDetails: `${input.tier} passport ${input.tokenId}/${input.serial}; capabilities ${input.capabilities.join(', ')}; endpoint ${input.endpoint}`,
+    });
+    let r;
+    try {
+      r = await waitForResult<AgentRegistrationResult>(handle, state.workflowWaitMs);
+    } catch (err) {
+      if (err instanceof WorkflowRunFailed) {
+        throw new ApiError('execution_failed', 'The registration could not be written to the directory topic', { hint: 'Retry the request; nothing was registered' });
+      }
+      throw err;
+    }
+    if (isPending(r)) return pendingReply(reply, handle.workflowId, `/agents/${encodeURIComponent(did)}`);
+    const row = await findAgent(sql, did);
+    return withLinks(row ? agentEntryOf(row).entry : { ...r.message, active: true });
+  };
+
   app.post(
     '/agents/register',
     {
@@ -171,9 +206,13 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
 
       // 409 first: cheap, and the answer does not depend on the passport
       const existing = await findAgent(sql, did);
-      if (existing) throw alreadyRegistered('did', did);
+      if (existing && (await claimState(existing)) !== 'released') {
+        // the same DID's registration is still running (e.g. a retry after 202): poll it
+        if (existing.status === 'pending') return pendingReply(reply, existing.workflow_id ?? workflowId, `/agents/${encodeURIComponent(did)}`);
+        throw alreadyRegistered('did', did);
+      }
       const sameName = await findAgentByName(sql, body.name);
-      if (sameName) throw alreadyRegistered('name', body.name);
+      if (sameName && (await claimState(sameName)) !== 'released') throw alreadyRegistered('name', body.name);
 
       const passport = await passportOnLedger(did, auth.accountId);
       const unknown = body.capabilities.filter((c) => !isCapability(c));
@@ -222,14 +261,7 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         ...(body.agentCard ? { agentCard: body.agentCard } : {}),
         ...(state.timings ? { timings: state.timings } : {}),
       };
-      const handle = await startOrAttach(ctx, 'agentRegistration', workflowId, input, {
-        staticSummary: `Register agent "${body.name}" (${did})`,
-        staticDetails: `${passport.tier} passport ${passport.tokenId}/${passport.serial}; capabilities ${capabilities.join(', ')}; endpoint ${body.endpoint}`,
-      });
-      const r = await waitForResult<AgentRegistrationResult>(handle, state.workflowWaitMs);
-      if (isPending(r)) return pendingReply(reply, handle.workflowId, `/agents/${encodeURIComponent(did)}`);
-      const row = await findAgent(sql, did);
-      return withLinks(row ? agentEntryOf(row).entry : { ...r.message, active: true });
+      return runRegistration(reply, did, workflowId, input);
     },
   );
 
