@@ -10,14 +10,14 @@ import type { Client } from '@temporalio/client';
 import { findPaymentByTransactionId, insertPayment } from '../../db/queries/payments.js';
 import { findIssuance, findUpgrade } from '../../db/queries/passports.js';
 import type { Tier } from '../../domain/tiers.js';
-import { paidPost, signedPost, startPassportStack, waitForPassport, type PaidResponse, type PassportStack } from './passportHarness.js';
+import { paidPost, recordFixture, signedPost, startPassportStack, waitForPassport, type PaidResponse, type PassportStack } from './passportHarness.js';
 
 const HBAR = 100_000_000n;
 const PRICE: Record<Tier, bigint> = { bronze: 5n * HBAR, silver: 25n * HBAR, gold: 100n * HBAR, platinum: 500n * HBAR };
 
 describe('claims of paid passport requests never stay pending', () => {
   let ps: PassportStack;
-  const hooks: { beforeMetadata?: () => Promise<void> } = {};
+  const hooks: { beforeMetadata?: () => Promise<void>; beforeMint?: () => Promise<void> } = {};
 
   const balance = async (accountId: string) => (await ps.stack.ledger.mirror.getHbarBalance(accountId))!;
   const nftsOf = (accountId: string) => ps.stack.ledger.mirror.getAccountNfts(accountId, { tokenId: ps.stack.deployment.passportTokenId });
@@ -48,6 +48,10 @@ describe('claims of paid passport requests never stay pending', () => {
   beforeAll(async () => {
     ps = await startPassportStack('claims');
     await ps.startWorker({
+      mintPassport: async (input) => {
+        await hooks.beforeMint?.();
+        return ps.activities.mintPassport(input);
+      },
       updatePassportMetadata: async (input) => {
         await hooks.beforeMetadata?.();
         return ps.activities.updatePassportMetadata(input);
@@ -85,6 +89,7 @@ describe('claims of paid passport requests never stay pending', () => {
     expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('refunded');
     expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('refunded');
     expect(await nftsOf(agent.accountId)).toHaveLength(0);
+    await recordFixture(ps, ps.workflowId(`passport:local:${agent.accountId}`), 'passportIssuanceUnconfirmedPayment');
 
     // the same payment retried: the same answer, no second refund
     const retried = await signedPost(ps, agent, '/passport/request', { tier: 'silver' }, { 'payment-signature': r.paymentSignature! });
@@ -117,6 +122,41 @@ describe('claims of paid passport requests never stay pending', () => {
     expect(await issuedOrPolled(again, agent.accountId)).toMatchObject({ tier: 'bronze' });
     expect(before - (await balance(agent.accountId))).toBe(PRICE.bronze);
     expect(await refundsOf(paymentTransactionId)).toEqual(['succeeded']);
+  });
+
+  it('the workflow terminated while the request waits: the claim ends refunded, the payment paid back once, the wallet buys again', async () => {
+    const agent = ps.agents[5];
+    const before = await balance(agent.accountId);
+    let reached!: () => void;
+    const atMint = new Promise<void>((resolve) => (reached = resolve));
+    let unblock!: () => void;
+    const blocked = new Promise<void>((resolve) => (unblock = resolve));
+    hooks.beforeMint = async () => {
+      reached();
+      await blocked;
+      throw new Error('attempt abandoned by the test');
+    };
+    let r: PaidResponse;
+    try {
+      const request = paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
+      await atMint;
+      await ps.t.client.workflow.getHandle(ps.workflowId(`passport:local:${agent.accountId}`)).terminate('test: an operator terminates the run');
+      r = await request;
+    } finally {
+      hooks.beforeMint = undefined;
+      unblock();
+    }
+    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([502, 'execution_failed']);
+    expect(r.body).toMatchObject({ failedStep: 'workflow', refund: 'refunded' });
+    const paymentTransactionId = r.body.paymentTransactionId as string;
+    expect(await balance(agent.accountId)).toBe(before);
+    expect(await refundsOf(paymentTransactionId)).toEqual(['succeeded']);
+    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('refunded');
+    expect(await nftsOf(agent.accountId)).toHaveLength(0);
+
+    const again = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
+    expect(await issuedOrPolled(again, agent.accountId)).toMatchObject({ tier: 'bronze' });
+    expect(before - (await balance(agent.accountId))).toBe(PRICE.bronze);
   });
 
   it('a stale pending claim (the API died before starting its workflow) no longer blocks the wallet; an unsettled payment is released, not refunded', async () => {
