@@ -27,7 +27,7 @@ export const CHANNELS = {
   agent: 'agent_changed',
   /** payload the task id: task created or changed */
   task: 'task_changed',
-  /** payload the indexer source name: chain events appended (its checkpoint moved) */
+  /** payload the indexer source name: chain events written or rewound (GET /events' cache) */
   chainEvents: 'chain_events_changed',
   /** payload the audit topic id: audit events projected */
   audit: 'audit_changed',
@@ -56,12 +56,18 @@ export interface ChangeListener {
 export interface ListenOptions {
   /** Called with errors of onListen and of (re)subscribing (default: ignored; it retries by itself). */
   onError?: (err: unknown) => void;
+  /**
+   * Called when the LISTEN connection is lost: notifications may be missed until onListen runs
+   * again. A cache that must never serve what it cannot vouch for stops serving here.
+   */
+  onLost?: () => void;
 }
 
 interface Subscriber {
   onNotify: (payload: string) => void;
   onListen: () => void | Promise<void>;
   onError: (err: unknown) => void;
+  onLost?: () => void;
 }
 
 /**
@@ -98,6 +104,7 @@ class NotificationHub {
       },
       onclose: () => {
         this.connected = false;
+        if (!this.closed) for (const set of this.subs.values()) for (const s of set) s.onLost?.();
         this.scheduleResubscribe(0);
       },
     } as unknown as postgres.Options<Record<string, never>>);
@@ -209,7 +216,7 @@ export async function listenChanges(
   opts: ListenOptions = {},
 ): Promise<ChangeListener> {
   const hub = hubFor(sql);
-  const sub: Subscriber = { onNotify, onListen, onError: opts.onError ?? (() => {}) };
+  const sub: Subscriber = { onNotify, onListen, onError: opts.onError ?? (() => {}), ...(opts.onLost ? { onLost: opts.onLost } : {}) };
   let closed = false;
   const handle: ChangeListener = {
     async close() {

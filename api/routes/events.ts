@@ -1,4 +1,10 @@
-/** GET /events: indexed on-chain events of the passport and escrow contracts (SPEC 2 "Chain event", 6.3). */
+/**
+ * GET /events: indexed on-chain events of the passport and escrow contracts (SPEC 2 "Chain event", 6.3).
+ *
+ * Answers are kept in memory per query (serialised once) and dropped whenever the indexer writes or
+ * rewinds events: db/queries/chainEvents.ts announces that with NOTIFY in the same transaction. The
+ * memory is used only while the LISTEN connection stands (dropped when it is lost, rebuilt after).
+ */
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Sql } from 'postgres';
@@ -6,6 +12,11 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { errorResponses, paginationQuery } from '../schemas/common.js';
 import { CHAIN_EVENT_SOURCES, listEvents } from '../../db/queries/chainEvents.js';
+import { CHANNELS, listenChanges } from '../../db/notify.js';
+import { sendJson, serializerFor } from '../serializer.js';
+
+/** Most distinct queries kept at once (the memory starts over when full). */
+const MAX_CACHED_QUERIES = 1_000;
 
 const blockNumber = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
@@ -51,6 +62,28 @@ export interface EventsRoutesOptions {
 
 const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (app, opts) => {
   const chainId = opts.chainId ?? opts.ctx.config.EVM_CHAIN_ID;
+  const serialize = serializerFor(eventsResponseSchema);
+  const answers = new Map<string, string>();
+  let live = false; // the LISTEN stands, so a change cannot go unnoticed
+  let generation = 0; // bumped on every change: a query that straddles one is not kept
+  const forget = () => {
+    generation++;
+    answers.clear();
+  };
+  const listenSql = opts.sql ?? opts.ctx.sql;
+  if (listenSql) {
+    const listener = await listenChanges(listenSql, CHANNELS.chainEvents, forget, () => {
+      forget();
+      live = true;
+    }, {
+      onLost: () => {
+        live = false;
+        forget();
+      },
+      onError: (err) => app.log.warn({ err }, 'events cache: LISTEN failed, retrying'),
+    });
+    app.addHook('onClose', () => listener.close());
+  }
 
   app.get(
     '/events',
@@ -62,7 +95,7 @@ const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (app, opt
         response: { 200: eventsResponseSchema, ...errorResponses(400, 500, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const q = request.query;
       if (q.fromBlock !== undefined && q.toBlock !== undefined && q.fromBlock > q.toBlock) {
         throw new ApiError('invalid_request', 'fromBlock is greater than toBlock', {
@@ -71,6 +104,10 @@ const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (app, opt
       }
       const sql = opts.sql ?? opts.ctx.sql;
       if (!sql) throw new ApiError('service_unavailable', 'The event index is not available', { hint: 'Retry after 30 seconds' });
+      const key = `${q.eventName ?? ''}|${q.source ?? ''}|${q.fromBlock ?? ''}|${q.toBlock ?? ''}|${q.limit}|${q.offset}`;
+      const hit = live ? answers.get(key) : undefined;
+      if (hit !== undefined) return sendJson(reply, hit);
+      const startedAt = generation;
       const { events, total } = await listEvents(sql, {
         chainId,
         eventName: q.eventName,
@@ -80,7 +117,12 @@ const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (app, opt
         limit: q.limit,
         offset: q.offset,
       });
-      return { events, total, limit: q.limit, offset: q.offset };
+      const body = serialize({ events, total, limit: q.limit, offset: q.offset });
+      if (live && startedAt === generation) {
+        if (answers.size >= MAX_CACHED_QUERIES) answers.clear();
+        answers.set(key, body);
+      }
+      return sendJson(reply, body);
     },
   );
 };

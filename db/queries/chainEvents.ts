@@ -3,6 +3,7 @@
  * (migration 0003). Block numbers are JS numbers (safe far beyond any real chain height).
  */
 import type { Sql, TransactionSql } from 'postgres';
+import { CHANNELS, notifyChange } from '../notify.js';
 
 export const CHAIN_EVENT_SOURCES = ['passport', 'escrow'] as const;
 export type ChainEventSource = (typeof CHAIN_EVENT_SOURCES)[number];
@@ -75,7 +76,8 @@ const INSERT_CHUNK = 2000;
 
 /**
  * In ONE transaction: upserts the events (unique chain_id, tx_hash, log_index), advances the
- * checkpoint to toBlock/toBlockHash, records that hash and prunes old hashes.
+ * checkpoint to toBlock/toBlockHash, records that hash and prunes old hashes; when events were
+ * written, announces it on CHANNELS.chainEvents.
  */
 export async function storeBatch(sql: Sql, input: StoreBatchInput): Promise<{ inserted: number }> {
   return sql.begin(async (tx) => {
@@ -131,6 +133,8 @@ export async function storeBatch(sql: Sql, input: StoreBatchInput): Promise<{ in
             SELECT block_number FROM indexer_block_hashes
             WHERE chain_id = ${input.chainId} AND source = ${input.source}
             ORDER BY block_number DESC LIMIT ${BLOCK_HASH_HISTORY}) recent)`;
+    // GET /events answers from a per-query memory cache that this clears (api/routes/events.ts)
+    if (inserted > 0) await notifyChange(tx, CHANNELS.chainEvents, input.source);
     return { inserted };
   }) as Promise<{ inserted: number }>;
 }
@@ -174,6 +178,7 @@ export async function rewindTo(
     await tx`
       UPDATE indexer_checkpoints SET block_number = ${ancestor.blockNumber}, block_hash = ${ancestor.blockHash}, updated_at = now()
       WHERE chain_id = ${chainId} AND source = ${source}`;
+    if (del.count > 0) await notifyChange(tx, CHANNELS.chainEvents, source);
     return { deleted: del.count };
   }) as Promise<{ deleted: number }>;
 }
