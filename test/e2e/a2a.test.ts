@@ -8,6 +8,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.js';
 import { A2A_MAX_BODY_BYTES, encodeEnvelope, envelopeOf } from '../../domain/a2a.js';
 import { parsePrivateKey } from '../../ledger/keys.js';
+import { signTopicMessage, splitChunks } from '../../ledger/topicSubmission.js';
+import type { A2aLedgerActivities } from '../../activities/ledger/a2a.js';
 import { joinTopicMessages, toMirrorTransactionId } from '../../ledger/mirror.js';
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
@@ -361,6 +363,20 @@ describe('A2A messaging end to end (localnet topic, Temporal workflow, inbox pro
     expect(doc.paths['/a2a/send'].post.deprecated).toBe(true);
     expect(doc.paths['/a2a/send-signed'].post.description).toContain('TopicMessageSubmitTransaction');
     expect(doc.paths['/a2a/send-signed'].post.description).toContain('TransactionId.generate');
+  });
+
+  it('a retried chunk submission (same idempotency key) reuses the recorded outcome and submits nothing again', async () => {
+    const envelope = encodeEnvelope(envelopeOf({ from: alice.did, to: bob.did, body: 'r'.repeat(1500) }));
+    const sub = await signTopicMessage({ topicId, message: envelope, payerAccountId: alice.accountId, nodeAccountIds: [node.accountId], key: key(alice), chunkSize: 1024 });
+    const chunks = splitChunks(sub).map(b64);
+    const acts = ps.activities as unknown as A2aLedgerActivities;
+    const idempotencyKey = `${ps.t.taskQueue}/retry-test`;
+    const before = await topicCount();
+    const first = await acts.submitA2aChunks({ idempotencyKey, chunks });
+    expect(first.sequenceNumbers).toEqual([before + 1, before + 2]);
+    const again = await acts.submitA2aChunks({ idempotencyKey, chunks });
+    expect(again).toEqual(first);
+    expect(await topicCount()).toBe(before + 2);
   });
 
   it('send-signed without signature headers is 401', async () => {
