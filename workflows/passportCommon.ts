@@ -1,8 +1,8 @@
 /** Activity proxies and failure helpers shared by the passport workflows (deterministic code only). */
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { PassportLedgerActivities } from '../activities/ledger/passports.js';
 import type { PassportDbActivities } from '../activities/db/passports.js';
-import type { PassportWorkflowTimings } from './passportIds.js';
+import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
 
 /** Failure types that no retry can fix (see activities/ledger/passports.ts and activities/db/passports.ts). */
 const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch'];
@@ -66,4 +66,24 @@ export async function refundOrRelease(
 }
 
 /** patched() id of the release-or-refund of a request whose payment confirmation failed. */
-export const UNCONFIRMED_PAYMENT_PATCH = 'refund-or-release-unconfirmed-payment';
+const UNCONFIRMED_PAYMENT_PATCH = 'refund-or-release-unconfirmed-payment';
+
+/**
+ * confirmSettlement, first step of the issuance and upgrade workflows. When it refuses (a final
+ * PaymentNotFound / PaymentNotSettled / PaymentMismatch), the payment is refunded or the claim
+ * released and that outcome returned for the workflow's result; null when the payment is confirmed.
+ * Before the patch the workflow failed here and left its claim pending for good.
+ */
+export async function confirmSettlementOrUndo(
+  durable: ReturnType<typeof passportActivities>['durable'],
+  payment: SettledPaymentRef,
+): Promise<(PaymentOutcome & { failedStep: 'confirmSettlement'; reason: string }) | null> {
+  try {
+    await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
+    return null;
+  } catch (err) {
+    if (!isActivityFailure(err) || !patched(UNCONFIRMED_PAYMENT_PATCH)) throw err;
+    const reason = `confirmSettlement failed: ${failureReason(err)}`;
+    return { ...(await refundOrRelease(durable, payment.transactionId, reason)), failedStep: 'confirmSettlement', reason };
+  }
+}

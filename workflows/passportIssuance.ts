@@ -16,7 +16,7 @@
 import { patched, workflowInfo } from '@temporalio/workflow';
 import type { Capability } from '../domain/capabilities.js';
 import type { Tier } from '../domain/tiers.js';
-import { failureReason, isActivityFailure, passportActivities, refundOrRelease, UNCONFIRMED_PAYMENT_PATCH } from './passportCommon.js';
+import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
 import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
 
 export interface PassportIssuanceInput {
@@ -51,14 +51,8 @@ export type PassportIssuanceResult =
 export async function passportIssuance(input: PassportIssuanceInput): Promise<PassportIssuanceResult> {
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
-  try {
-    await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
-  } catch (err) {
-    // before the patch the workflow failed here and left its claim pending for good
-    if (!isActivityFailure(err) || !patched(UNCONFIRMED_PAYMENT_PATCH)) throw err;
-    const reason = `confirmSettlement failed: ${failureReason(err)}`;
-    return { ...(await refundOrRelease(durable, payment.transactionId, reason)), failedStep: 'confirmSettlement', reason };
-  }
+  const unconfirmed = await confirmSettlementOrUndo(durable, payment);
+  if (unconfirmed) return unconfirmed;
 
   // idempotency keys are per payment: a later issuance for the same wallet (after a revocation)
   // runs under the same workflow id but pays with another payment

@@ -8,10 +8,10 @@
  * Saga: when the metadata update fails for good the difference is refunded. When confirmSettlement
  * refuses, the difference is refunded too, or the claim released when no settled payment exists.
  */
-import { patched, workflowInfo } from '@temporalio/workflow';
+import { workflowInfo } from '@temporalio/workflow';
 import type { Capability } from '../domain/capabilities.js';
 import type { Tier } from '../domain/tiers.js';
-import { failureReason, isActivityFailure, passportActivities, refundOrRelease, UNCONFIRMED_PAYMENT_PATCH } from './passportCommon.js';
+import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
 import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
 
 export interface PassportUpgradeInput {
@@ -46,14 +46,8 @@ export type PassportUpgradeResult =
 export async function passportUpgrade(input: PassportUpgradeInput): Promise<PassportUpgradeResult> {
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
-  try {
-    await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
-  } catch (err) {
-    // before the patch the workflow failed here and left its claim pending for good
-    if (!isActivityFailure(err) || !patched(UNCONFIRMED_PAYMENT_PATCH)) throw err;
-    const reason = `confirmSettlement failed: ${failureReason(err)}`;
-    return { ...(await refundOrRelease(durable, payment.transactionId, reason)), failedStep: 'confirmSettlement', reason };
-  }
+  const unconfirmed = await confirmSettlementOrUndo(durable, payment);
+  if (unconfirmed) return unconfirmed;
 
   const keyBase = `${workflowInfo().workflowId}/${payment.transactionId}`;
   let updated: { transactionId: string };

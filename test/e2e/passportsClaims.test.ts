@@ -27,6 +27,18 @@ describe('claims of paid passport requests never stay pending', () => {
     expect([200, 202], JSON.stringify(r.body)).toContain(r.status);
     return r.status === 200 ? r.body : waitForPassport(ps, accountId);
   };
+  /** An activity hook that stops at `reached` until `release()`. */
+  const blocker = () => {
+    let arrive!: () => void;
+    let release!: () => void;
+    const reached = new Promise<void>((resolve) => (arrive = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const hook = async () => {
+      arrive();
+      await released;
+    };
+    return { reached, release, hook };
+  };
   /** Makes the Temporal client's next start of `workflowType` fail, as an unreachable frontend would. */
   const failNextStart = (workflowType: string) => {
     const workflow = ps.t.client.workflow as Client['workflow'];
@@ -127,13 +139,9 @@ describe('claims of paid passport requests never stay pending', () => {
   it('the workflow terminated while the request waits: the claim ends refunded, the payment paid back once, the wallet buys again', async () => {
     const agent = ps.agents[5];
     const before = await balance(agent.accountId);
-    let reached!: () => void;
-    const atMint = new Promise<void>((resolve) => (reached = resolve));
-    let unblock!: () => void;
-    const blocked = new Promise<void>((resolve) => (unblock = resolve));
+    const { reached: atMint, release: unblock, hook } = blocker();
     hooks.beforeMint = async () => {
-      reached();
-      await blocked;
+      await hook();
       throw new Error('attempt abandoned by the test');
     };
     let r: PaidResponse;
@@ -189,14 +197,8 @@ describe('claims of paid passport requests never stay pending', () => {
     const agent = ps.agents[3];
     const bought = await issuedOrPolled(await paidPost(ps, agent, '/passport/request', { tier: 'bronze' }), agent.accountId);
     const path = `/passport/${bought.tokenId}/${bought.serialNumber}/upgrade`;
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let reached!: () => void;
-    const atMetadata = new Promise<void>((resolve) => (reached = resolve));
-    hooks.beforeMetadata = async () => {
-      reached();
-      await released;
-    };
+    const { reached: atMetadata, release, hook } = blocker();
+    hooks.beforeMetadata = hook;
     const waitMs = ps.state.workflowWaitMs;
     ps.state.workflowWaitMs = 1_000;
     try {
