@@ -27,6 +27,19 @@ describe('claims of paid passport requests never stay pending', () => {
     expect([200, 202], JSON.stringify(r.body)).toContain(r.status);
     return r.status === 200 ? r.body : waitForPassport(ps, accountId);
   };
+  /** A 502 naming the failed step and its refund; the wallet is paid back exactly once, nothing issued. */
+  const expectRefundedOnce = async (r: PaidResponse, accountId: string, balanceBefore: bigint, failedStep: string) => {
+    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([502, 'execution_failed']);
+    expect(r.body).toMatchObject({ failedStep, refund: 'refunded' });
+    expect(r.body.hint).toContain(`was refunded in ${r.body.refundTransactionId}`);
+    const paymentTransactionId = r.body.paymentTransactionId as string;
+    expect(await balance(accountId)).toBe(balanceBefore);
+    expect(await refundsOf(paymentTransactionId)).toEqual(['succeeded']);
+    expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('refunded');
+    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('refunded');
+    expect(await nftsOf(accountId)).toHaveLength(0);
+    return paymentTransactionId;
+  };
   /** An activity hook that stops at `reached` until `release()`. */
   const blocker = () => {
     let arrive!: () => void;
@@ -92,15 +105,7 @@ describe('claims of paid passport requests never stay pending', () => {
     } finally {
       await ps.sql.unsafe('drop trigger claims_test_unsettle on passport_issuances; drop function claims_test_unsettle()');
     }
-    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([502, 'execution_failed']);
-    expect(r.body).toMatchObject({ failedStep: 'confirmSettlement', refund: 'refunded' });
-    expect(r.body.hint).toContain(`was refunded in ${r.body.refundTransactionId}`);
-    const paymentTransactionId = r.body.paymentTransactionId as string;
-    expect(await balance(agent.accountId)).toBe(before);
-    expect(await refundsOf(paymentTransactionId)).toEqual(['succeeded']);
-    expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('refunded');
-    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('refunded');
-    expect(await nftsOf(agent.accountId)).toHaveLength(0);
+    const paymentTransactionId = await expectRefundedOnce(r, agent.accountId, before, 'confirmSettlement');
     await recordFixture(ps, ps.workflowId(`passport:local:${agent.accountId}`), 'passportIssuanceUnconfirmedPayment');
 
     // the same payment retried: the same answer, no second refund
@@ -123,12 +128,7 @@ describe('claims of paid passport requests never stay pending', () => {
     } finally {
       expect(restore()).toBe(true);
     }
-    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([502, 'execution_failed']);
-    expect(r.body).toMatchObject({ failedStep: 'workflow start', refund: 'refunded' });
-    const paymentTransactionId = r.body.paymentTransactionId as string;
-    expect(await balance(agent.accountId)).toBe(before);
-    expect(await refundsOf(paymentTransactionId)).toEqual(['succeeded']);
-    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('refunded');
+    const paymentTransactionId = await expectRefundedOnce(r, agent.accountId, before, 'workflow start');
 
     const again = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
     expect(await issuedOrPolled(again, agent.accountId)).toMatchObject({ tier: 'bronze' });
@@ -154,13 +154,7 @@ describe('claims of paid passport requests never stay pending', () => {
       hooks.beforeMint = undefined;
       unblock();
     }
-    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([502, 'execution_failed']);
-    expect(r.body).toMatchObject({ failedStep: 'workflow', refund: 'refunded' });
-    const paymentTransactionId = r.body.paymentTransactionId as string;
-    expect(await balance(agent.accountId)).toBe(before);
-    expect(await refundsOf(paymentTransactionId)).toEqual(['succeeded']);
-    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('refunded');
-    expect(await nftsOf(agent.accountId)).toHaveLength(0);
+    await expectRefundedOnce(r, agent.accountId, before, 'workflow');
 
     const again = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
     expect(await issuedOrPolled(again, agent.accountId)).toMatchObject({ tier: 'bronze' });
