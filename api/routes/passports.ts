@@ -9,12 +9,18 @@
  * Paid routes run, in order: DID signature (the unpaid first call only verifies it, without
  * consuming the challenge, so the x402 client can retry the same request with its payment), the
  * business checks that must refuse BEFORE money moves (tier, capabilities, 409, receivability,
- * ownership), then the x402 gate, which settles the payment before the handler. The handler claims
+ * ownership, an upgrade already pending for the passport), then the x402 gate, which settles the payment before the handler. The handler claims
  * the wallet (or passport) in PostgreSQL for this payment and starts the workflow; a payment that
  * loses a race is refunded by the passportRefund workflow. The handler waits for the workflow at
  * most WORKFLOW_WAIT_MS; after that it answers 202 request_pending with a Location to poll.
  * A retried request carrying a payment that already paid for this wallet's issuance (or upgrade)
  * returns that outcome instead of charging again.
+ * No claim stays pending once its workflow is over: a workflow that cannot be started or ends
+ * without a result (failed, terminated) has its claim turned 'refused' and its payment refunded by
+ * passportRefund; a pending claim older than STALE_CLAIM_MS whose workflow is not running (the API
+ * died between claim and start) is released the same way by the next request for that wallet or
+ * passport. The 502 execution_failed answer names failedStep and the refund (refunded in which
+ * transaction, pending in which workflow, or none when no settled payment exists).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -98,22 +104,44 @@ function replayedPayment(): ApiError {
 const STALE_CLAIM_MS = 60_000;
 
 /** What happened to the payment of a request that did not get what it paid for. */
-type RefundOutcome = { refund: 'refunded'; refundTransactionId: string } | { refund: 'pending'; refundWorkflowId: string } | { refund: 'none' };
+type RefundOutcome =
+  | { refund: 'refunded'; refundTransactionId: string }
+  | { refund: 'pending'; refundWorkflowId: string }
+  /** why: the release reason ("...; not refunded: <failure>"), for the hint only */
+  | { refund: 'none'; why?: string | null };
+
+/** The refund outcome of a workflow result that did not deliver. */
+function outcomeOfResult(r: { status: 'refunded'; refundTransactionId: string } | { status: 'released'; reason: string }): RefundOutcome {
+  return r.status === 'refunded' ? { refund: 'refunded', refundTransactionId: r.refundTransactionId } : { refund: 'none', why: r.reason };
+}
+
+/** The refund outcome recorded on a finished request row. */
+function outcomeOfRow(row: { status: string; refund_transaction_id: string | null; error: string | null }): RefundOutcome {
+  return row.status === 'refunded' && row.refund_transaction_id ? { refund: 'refunded', refundTransactionId: row.refund_transaction_id } : { refund: 'none', why: row.error };
+}
 
 function refundSentence(paymentTransactionId: string, o: RefundOutcome): string {
   if (o.refund === 'refunded') return `Your payment ${paymentTransactionId} was refunded in ${o.refundTransactionId}.`;
   if (o.refund === 'pending') {
     return `Your payment ${paymentTransactionId} is being refunded (workflow ${o.refundWorkflowId}); retry this request with the same PAYMENT-SIGNATURE to read the refund transaction.`;
   }
-  return `No settled payment ${paymentTransactionId} was found (here or on the ledger), so nothing was refunded.`;
+  if (!o.why || /PaymentNotFound|PaymentNotSettled/.test(o.why)) return `No settled payment ${paymentTransactionId} was found (here or on the ledger), so nothing was refunded.`;
+  return `Your payment ${paymentTransactionId} could not be refunded automatically (${o.why.slice(-160)}); quote its id to the operator.`;
 }
 
 /** 502 for a paid request whose workflow did not deliver: which step failed and what happened to the payment. */
 function executionFailed(what: string, paymentTransactionId: string, failedStep: string, reason: string | null, o: RefundOutcome): ApiError {
   return new ApiError('execution_failed', `${what}: ${failedStep} failed`, {
-    hint: `${reason ? `${reason.slice(0, 200)}. ` : ''}${refundSentence(paymentTransactionId, o)} Retry with a new payment.`,
-    extra: { paymentTransactionId, failedStep, ...o },
+    hint: `${reason && !(o.refund === 'none' && o.why === reason) ? `${reason.slice(0, 200)}. ` : ''}${refundSentence(paymentTransactionId, o)} Retry with a new payment.`,
+    extra: { paymentTransactionId, failedStep, ...publicOutcome(o) },
   });
+}
+
+/** The outcome as it goes into an error body (the release reason stays in the hint). */
+function publicOutcome(o: RefundOutcome): Record<string, string> {
+  if (o.refund === 'refunded') return { refund: o.refund, refundTransactionId: o.refundTransactionId };
+  if (o.refund === 'pending') return { refund: o.refund, refundWorkflowId: o.refundWorkflowId };
+  return { refund: 'none' };
 }
 
 /** The step a request's recorded error names (workflow results and claim releases write "<step> failed: ..." or "workflow ..."). */
@@ -183,7 +211,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     } satisfies PassportRefundInput);
     const r = await waitForResult<PassportRefundResult>(handle, state.workflowWaitMs);
     if (isPending(r)) return { refund: 'pending', refundWorkflowId: handle.workflowId };
-    return r.status === 'refunded' ? { refund: 'refunded', refundTransactionId: r.refundTransactionId } : { refund: 'none' };
+    return outcomeOfResult(r);
   };
 
   /** Refunds a payment whose request was refused after settlement and answers with the refusal. */
@@ -192,7 +220,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     throw new ApiError(refusal.code, refusal.message, {
       hint: `${refusal.hint ?? ''} ${refundSentence(paymentTransactionId, o)}`.trim(),
       status: refusal.status,
-      extra: { paymentTransactionId, ...o },
+      extra: { paymentTransactionId, ...publicOutcome(o) },
     });
   };
 
@@ -281,8 +309,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     if ('reply' in run) return run.reply;
     const r = run.result;
     if (r.status === 'refunded' || r.status === 'released') {
-      const o: RefundOutcome = r.status === 'refunded' ? { refund: 'refunded', refundTransactionId: r.refundTransactionId } : { refund: 'none' };
-      throw executionFailed('The passport could not be issued', payment.transactionId, r.failedStep, r.reason, o);
+      throw executionFailed('The passport could not be issued', payment.transactionId, r.failedStep, r.reason, outcomeOfResult(r));
     }
     await passportChanged(sql, r.tokenId, r.serialNumber);
     return issuanceResponse(request, r);
@@ -301,8 +328,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     if (row.status === 'pending') return runIssuance(request, reply, row, ref);
     const failedStep = failedStepOf(row.error);
     if (row.status === 'failed' || (failedStep && row.status !== 'refused')) {
-      const o: RefundOutcome = row.status === 'refunded' && row.refund_transaction_id ? { refund: 'refunded', refundTransactionId: row.refund_transaction_id } : { refund: 'none' };
-      throw executionFailed('The passport could not be issued', row.payment_transaction_id, failedStep ?? 'confirmSettlement', row.error, o);
+      throw executionFailed('The passport could not be issued', row.payment_transaction_id, failedStep ?? 'confirmSettlement', row.error, outcomeOfRow(row));
     }
     if (failedStep) {
       // refused because its workflow never ran: the refund is still owed
@@ -548,8 +574,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
       const r = run.result;
       await passportChanged(sql, row.token_id, row.serial);
       if (r.status === 'refunded' || r.status === 'released') {
-        const o: RefundOutcome = r.status === 'refunded' ? { refund: 'refunded', refundTransactionId: r.refundTransactionId } : { refund: 'none' };
-        throw executionFailed('The upgrade could not be applied', payment.transactionId, r.failedStep ?? 'metadata update', r.reason, o);
+        throw executionFailed('The upgrade could not be applied', payment.transactionId, r.failedStep ?? 'metadata update', r.reason, outcomeOfResult(r));
       }
       return upgradeResponse(request, { ...r, accountId: row.account_id, price: payment.amountTinybars });
     };
@@ -621,8 +646,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
           if (row.status === 'pending') return runUpgrade(request, reply, row, passport, ref);
           const failedStep = failedStepOf(row.error);
           if (row.status === 'failed' || (failedStep && row.status === 'refunded')) {
-            const o: RefundOutcome = row.status === 'refunded' && row.refund_transaction_id ? { refund: 'refunded', refundTransactionId: row.refund_transaction_id } : { refund: 'none' };
-            throw executionFailed('The upgrade could not be applied', row.payment_transaction_id, failedStep ?? 'confirmSettlement', row.error, o);
+            throw executionFailed('The upgrade could not be applied', row.payment_transaction_id, failedStep ?? 'confirmSettlement', row.error, outcomeOfRow(row));
           }
           if (failedStep) throw executionFailed('The upgrade could not be applied', row.payment_transaction_id, failedStep, row.error, await refund(row.payment_transaction_id, row.error ?? failedStep));
           throw replayedPayment();
