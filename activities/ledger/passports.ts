@@ -23,6 +23,8 @@ import {
 } from '../../ledger/operations.js';
 import { findPaymentByTransactionId, markPaymentRefunded } from '../../db/queries/payments.js';
 import { markRequestRefunded } from '../../db/queries/passports.js';
+import { recordAuditEvents } from '../../db/queries/auditEvents.js';
+import { parseAuditMessage } from '../../domain/auditEvents.js';
 import type { PassportAuditEvent } from '../../workflows/passportIds.js';
 import type { LedgerActivityDeps } from '../index.js';
 
@@ -123,16 +125,24 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
     return { transactionId: r.transactionId };
   }
 
-  /** Submits a versioned JSON audit message to the audit topic. */
+  /**
+   * Submits a versioned JSON audit message to the audit topic, then writes it to the topic's
+   * PostgreSQL projection (GET /audit) under its sequence number; the projection's catch-up reader
+   * (api/auditProjection.ts) adds the consensus timestamp from the mirror later.
+   */
   async function publishAudit(input: { idempotencyKey: string; event: PassportAuditEvent }): Promise<{ transactionId: string; sequenceNumber: number | null }> {
+    const message = JSON.stringify(input.event);
     const r = await ledgerCall('audit', () =>
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'topic_message',
-        build: () => buildTopicMessage({ topicId: deployment.topics.audit, message: JSON.stringify(input.event) }),
+        build: () => buildTopicMessage({ topicId: deployment.topics.audit, message }),
       }),
     );
-    return { transactionId: r.transactionId, sequenceNumber: r.receipt.topicSequenceNumber ? Number(r.receipt.topicSequenceNumber) : null };
+    const sequenceNumber = r.receipt.topicSequenceNumber ? Number(r.receipt.topicSequenceNumber) : null;
+    const event = sequenceNumber ? parseAuditMessage(message, { sequenceNumber }) : null;
+    if (sequenceNumber && event) await recordAuditEvents(deps.sql, deployment.topics.audit, [{ sequenceNumber, consensusTimestamp: null, event }]);
+    return { transactionId: r.transactionId, sequenceNumber };
   }
 
   /** Rewrites the passport's NFT metadata in place (TokenUpdateNfts). */

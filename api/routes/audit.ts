@@ -1,81 +1,76 @@
 /**
- * GET /audit/{tokenId}/{serial}: the audit events of one passport, read from the audit topic through
- * the mirror (SPEC 2 "Audit event", 6.2). Messages are versioned JSON ({ v: 1, type, did, tokenId,
- * serial, timestamp, tier | oldTier, newTier | reason }). The topic is read incrementally: this
- * process keeps the parsed events and asks the mirror only for messages after the last one it saw.
+ * GET /audit/{tokenId}/{serial}?limit=&offset=: the audit events of one passport (SPEC 2 "Audit
+ * event", 6.2) in topic order, paginated (limit default 20, max 100), read from the PostgreSQL
+ * projection of the audit topic (db/migrations/0005_audit_events.ts), not from the topic.
+ *
+ * The projection is written by the publishing activity right after consensus and completed by the
+ * catch-up reader (api/auditProjection.ts), which this route runs in the background when the app
+ * starts and at most every CATCH_UP_EVERY_MS while requests come in. Only when a page holds an event
+ * the reader has not seen yet (no consensus timestamp) does the request wait for one catch-up
+ * (bounded); if the mirror does not answer, the page is served as the projection has it.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { ApiError } from '../errors.js';
 import { errorResponses } from '../schemas/common.js';
-import { auditEventSchema, auditResponseSchema, passportPathParams } from '../schemas/passports.js';
+import { auditQuerySchema, auditResponseSchema, passportPathParams } from '../schemas/passports.js';
 import { parsePassportIds } from '../passportViews.js';
+import { catchUpAuditTopic } from '../auditProjection.js';
+import { listAuditEvents } from '../../db/queries/auditEvents.js';
 
-type AuditEvent = z.infer<typeof auditEventSchema>;
-
-const STRING_FIELDS = ['did', 'tokenId', 'tier', 'oldTier', 'newTier', 'reason'] as const;
-
-/** Parses one topic message into an audit event; null for anything that is not one. */
-export function parseAuditMessage(text: string, meta: { sequenceNumber: number; consensusTimestamp: string }): AuditEvent | null {
-  let m: unknown;
-  try {
-    m = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (!m || typeof m !== 'object' || typeof (m as { type?: unknown }).type !== 'string') return null;
-  const src = m as Record<string, unknown>;
-  const ev: AuditEvent = { type: src.type as string };
-  for (const f of STRING_FIELDS) if (typeof src[f] === 'string') ev[f] = src[f] as string;
-  if (typeof src.serial === 'number' || (typeof src.serial === 'string' && /^\d+$/.test(src.serial))) ev.serial = Number(src.serial);
-  if (typeof src.timestamp === 'number') ev.timestamp = src.timestamp;
-  ev.sequenceNumber = meta.sequenceNumber;
-  ev.consensusTimestamp = meta.consensusTimestamp;
-  return ev;
-}
+/** Least time between two background catch-ups of one process. */
+export const CATCH_UP_EVERY_MS = 10_000;
+/** Longest a request waits for a catch-up that completes its page. */
+const CATCH_UP_WAIT_MS = 3_000;
 
 const auditRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+  const sql = ctx.sql!;
   const ledger = ctx.ledger!;
   const topicId = ledger.deployment.topics.audit;
-  let cursor = 0;
-  const events: AuditEvent[] = [];
-  let refreshing: Promise<void> | null = null;
+  let running: Promise<unknown> | null = null;
+  let lastRun = 0;
+  let closed = false;
 
-  const refresh = () => {
-    refreshing ??= (async () => {
-      try {
-        const { messages, nextAfterSequence } = await ledger.mirror.getJoinedTopicMessages(topicId, { afterSequence: cursor });
-        for (const msg of messages) {
-          const ev = parseAuditMessage(msg.text(), { sequenceNumber: msg.sequenceNumber, consensusTimestamp: msg.consensusTimestamp });
-          if (ev) events.push(ev);
-        }
-        cursor = Math.max(cursor, nextAfterSequence);
-      } finally {
-        refreshing = null;
-      }
-    })();
-    return refreshing;
+  const catchUp = (): Promise<unknown> => {
+    if (closed) return Promise.resolve();
+    running ??= catchUpAuditTopic(sql, ledger.mirror, topicId)
+      .catch((err) => app.log.warn({ err }, 'audit projection: catch-up failed'))
+      .finally(() => {
+        running = null;
+      });
+    lastRun = Date.now();
+    return running;
   };
+  app.addHook('onReady', async () => {
+    void catchUp();
+  });
+  app.addHook('onClose', async () => {
+    closed = true;
+    await running;
+  });
 
   app.get(
     '/audit/:tokenId/:serial',
     {
       schema: {
         tags: ['audit'],
-        summary: 'Audit events of a passport from the audit topic (passport.issued, passport.upgraded, passport.revoked, ...)',
+        summary: 'Audit events of a passport (passport.issued, passport.upgraded, passport.revoked, ...), in topic order, paginated',
         params: passportPathParams,
+        querystring: auditQuerySchema,
         response: { 200: auditResponseSchema, ...errorResponses(400, 500, 503) },
       },
     },
     async (request) => {
       const ids = parsePassportIds(request.params.tokenId, request.params.serial);
-      try {
-        await refresh();
-      } catch {
-        throw new ApiError('service_unavailable', 'The ledger mirror is unavailable', { hint: 'Retry after 30 seconds' });
+      const { limit, offset } = request.query;
+      const read = () => listAuditEvents(sql, { topicId, tokenId: ids.tokenId, serial: ids.serial, limit, offset });
+      let page = await read();
+      if (page.events.some((e) => !e.consensusTimestamp)) {
+        const done = await Promise.race([catchUp().then(() => true), new Promise<boolean>((r) => setTimeout(r, CATCH_UP_WAIT_MS, false).unref())]);
+        if (done) page = await read();
+      } else if (Date.now() - lastRun > CATCH_UP_EVERY_MS) {
+        void catchUp();
       }
-      return { events: events.filter((e) => e.tokenId === ids.tokenId && e.serial === ids.serial) };
+      return { events: page.events, total: page.total, limit, offset };
     },
   );
 };

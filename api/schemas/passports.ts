@@ -105,7 +105,16 @@ export const auditEventSchema = z
   })
   .meta({ id: 'AuditEvent' });
 
-export const auditResponseSchema = z.object({ events: z.array(auditEventSchema) }).meta({ id: 'AuditEvents' });
+export const auditResponseSchema = z
+  .object({
+    events: z.array(auditEventSchema),
+    total: z.number().int().describe('Events of this passport in the projection'),
+    limit: z.number().int(),
+    offset: z.number().int(),
+  })
+  .meta({ id: 'AuditEvents' });
+
+export const auditQuerySchema = z.object({ ...paginationQuery }).strict();
 
 export const revokeBodySchema = z
   .object({
