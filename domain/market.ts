@@ -1,0 +1,289 @@
+/**
+ * The task marketplace's rules (SPEC 2 "Task", 3 "Marketplace task", 4.4a, 8; DESIGN.md sections 6
+ * "Marketplace escrow" and 10 "Marketplace"): the task record, the state machine with the SPEC's
+ * statuses for an operation in a wrong status, fee math in integer tinybars, field limits and the
+ * marketplace topic messages. Pure: used by the API (routes answer early), the taskLifecycle
+ * workflow (its Update validators enforce the same table) and the tests.
+ */
+
+export const TASK_STATUSES = ['posted', 'claimed', 'delivered', 'completed', 'cancelled'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export const ESCROW_STATUSES = ['none', 'scheduled', 'funded', 'released', 'refunded', 'cancelled', 'expired'] as const;
+export type EscrowStatus = (typeof ESCROW_STATUSES)[number];
+
+export const VERIFIER_TYPES = ['none', 'sha256', 'json_schema', 'http'] as const;
+export type VerifierType = (typeof VERIFIER_TYPES)[number];
+
+export const TASK_OPERATIONS = ['claim', 'deliver', 'verify', 'complete', 'cancel', 'increaseReward', 'preparePayment'] as const;
+export type TaskOperation = (typeof TASK_OPERATIONS)[number];
+
+// ------------------------------------------------------------------ limits
+
+export const TITLE_MIN = 1;
+export const TITLE_MAX = 200;
+export const DESCRIPTION_MAX = 4000;
+/** resultBody is at most 4 KB (SPEC 8): counted in UTF-8 bytes. */
+export const RESULT_BODY_MAX_BYTES = 4096;
+export const RESULT_IPFS_MAX = 512;
+export const TASK_CAPABILITIES_MAX = 10;
+export const TASK_CAPABILITY_MAX_LENGTH = 48;
+/** A price is positive, at most 8 decimals (1 tinybar) and at most this many HBAR. */
+export const PRICE_HBAR_MAX = 1_000_000;
+export const TINYBARS_PER_HBAR = 100_000_000n;
+/** GET /market/tasks pagination (DESIGN 6 "Limits"). */
+export const TASK_LIST_DEFAULT_LIMIT = 20;
+export const TASK_LIST_MAX_LIMIT = 100;
+
+/** A result stored elsewhere: ipfs://<cid>[/path], or a bare CID (v0 Qm..., v1 b...). */
+const IPFS_REF = /^(?:ipfs:\/\/)?(?:Qm[1-9A-HJ-NP-Za-km-z]{44}|b[a-z2-7]{20,100})(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,400})?$/;
+
+export function isResultIpfs(value: string): boolean {
+  return value.length <= RESULT_IPFS_MAX && IPFS_REF.test(value);
+}
+
+export function utf8Bytes(s: string): number {
+  // TextEncoder is available in Node and in the workflow sandbox
+  return new TextEncoder().encode(s).length;
+}
+
+export function isResultBodyTooLarge(body: string): boolean {
+  return utf8Bytes(body) > RESULT_BODY_MAX_BYTES;
+}
+
+// ------------------------------------------------------------------ money
+
+/** HBAR (a JSON number with at most 8 decimals) to integer tinybars; null when not representable. */
+export function hbarToTinybars(priceHbar: number): bigint | null {
+  if (!Number.isFinite(priceHbar) || priceHbar <= 0 || priceHbar > PRICE_HBAR_MAX) return null;
+  const fixed = priceHbar.toFixed(8);
+  if (Number(fixed) !== priceHbar) return null; // more than 8 decimals
+  const [whole, frac] = fixed.split('.');
+  const t = BigInt(whole) * TINYBARS_PER_HBAR + BigInt(frac);
+  return t > 0n ? t : null;
+}
+
+export function tinybarsToHbar(tinybars: bigint | string): number {
+  const t = BigInt(tinybars);
+  return Number(t / TINYBARS_PER_HBAR) + Number(t % TINYBARS_PER_HBAR) / 1e8;
+}
+
+/** The marketplace fee of a price: floor(price * bps / 10000) tinybars. */
+export function marketFee(priceTinybars: bigint, feeBps: number): bigint {
+  return (priceTinybars * BigInt(feeBps)) / 10_000n;
+}
+
+export interface Payout {
+  /** to the claimer: price - fee */
+  claimerTinybars: bigint;
+  /** to the treasury */
+  feeTinybars: bigint;
+}
+
+export function payoutOf(priceTinybars: bigint, feeBps: number): Payout {
+  const feeTinybars = marketFee(priceTinybars, feeBps);
+  return { claimerTinybars: priceTinybars - feeTinybars, feeTinybars };
+}
+
+// ------------------------------------------------------------------ the task record
+
+export interface TaskRecord {
+  taskId: string;
+  title: string;
+  description: string;
+  priceHbar: number;
+  /** the price in tinybars, as a decimal string (exact) */
+  priceTinybars: string;
+  capabilities: string[];
+  status: TaskStatus;
+  posterDid: string;
+  claimerDid: string | null;
+  /** the escrow schedule (the funding schedule; replaced on renewal and on increase-reward) */
+  scheduleId: string | null;
+  /** a pending top-up schedule after increase-reward of a funded task */
+  topUpScheduleId: string | null;
+  escrowStatus: EscrowStatus;
+  /** tinybars held by the escrow account for this task (funded schedules that executed) */
+  escrowedTinybars: string;
+  verificationAttempts: number;
+  verifierType: VerifierType;
+  verifierConfig: Record<string, unknown> | null;
+  /** ISO time; at the deadline an unfinished task is cancelled and refunded */
+  deadline: string | null;
+  resultBody: string | null;
+  resultIpfs: string | null;
+  resultSha256: string | null;
+  paymentTxId: string | null;
+  /** refund transaction (cancel of a funded task) */
+  refundTxId: string | null;
+  /** the fee in basis points fixed at posting */
+  feeBps: number;
+  /** true when the price is held in escrow (scheduled transfers); false: the poster pays the claimer directly */
+  escrow: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The public view of a task (the record of DESIGN 10 without internal bookkeeping). */
+export type TaskView = Omit<TaskRecord, 'escrowedTinybars' | 'feeBps' | 'refundTxId' | 'topUpScheduleId' | 'priceTinybars'> & {
+  topUpScheduleId?: string | null;
+  refundTxId?: string | null;
+};
+
+// ------------------------------------------------------------------ state machine
+
+/** Statuses each operation is allowed in (SPEC 3 table). */
+export const ALLOWED_FROM: Record<TaskOperation, readonly TaskStatus[]> = {
+  claim: ['posted'],
+  deliver: ['claimed'],
+  verify: ['delivered'],
+  complete: ['delivered'],
+  cancel: ['posted', 'claimed', 'delivered'],
+  increaseReward: ['posted', 'claimed'],
+  preparePayment: ['delivered'],
+};
+
+/** HTTP status of an operation in a wrong status: 409 for claim and deliver, 400 for the rest (SPEC 3). */
+export function wrongStatusHttp(op: TaskOperation): 409 | 400 {
+  return op === 'claim' || op === 'deliver' ? 409 : 400;
+}
+
+/** Error kinds a task operation can be refused with; the API maps each to a catalog code and status. */
+export type TaskRefusalKind = 'wrong_status' | 'not_poster' | 'not_claimer' | 'invalid';
+
+export interface TaskRefusal {
+  kind: TaskRefusalKind;
+  /** catalog code (domain/errors.ts) */
+  code: string;
+  status: number;
+  message: string;
+  hint?: string;
+}
+
+export function wrongStatus(op: TaskOperation, task: Pick<TaskRecord, 'taskId' | 'status'>): TaskRefusal {
+  const status = wrongStatusHttp(op);
+  const allowed = ALLOWED_FROM[op].join(' or ');
+  if (op === 'claim') {
+    return { kind: 'wrong_status', code: 'market_task_already_claimed', status, message: `Task ${task.taskId} is ${task.status}, not posted`, hint: 'Pick another posted task' };
+  }
+  return {
+    kind: 'wrong_status',
+    code: 'invalid_request',
+    status,
+    message: `Task ${task.taskId} is ${task.status}; ${opLabel(op)} needs ${allowed}`,
+    hint: `GET /market/tasks/${task.taskId} shows its status`,
+  };
+}
+
+function opLabel(op: TaskOperation): string {
+  return op === 'increaseReward' ? 'increase-reward' : op === 'preparePayment' ? 'prepare-payment' : op;
+}
+
+/**
+ * Why `op` by `callerDid` is refused in the task's current state, or null when it may proceed.
+ * The caller checks (poster, claimer) come after the status check, as the SPEC lists them.
+ */
+export function refusalOf(op: TaskOperation, task: TaskRecord, callerDid?: string): TaskRefusal | null {
+  if (!ALLOWED_FROM[op].includes(task.status)) return wrongStatus(op, task);
+  switch (op) {
+    case 'claim':
+      if (callerDid && callerDid === task.posterDid) {
+        return { kind: 'invalid', code: 'invalid_request', status: 400, message: 'The poster cannot claim their own task', hint: 'Claim with another agent' };
+      }
+      return null;
+    case 'deliver':
+      if (callerDid !== task.claimerDid) {
+        return { kind: 'not_claimer', code: 'market_task_not_claimed_by_agent', status: 403, message: `Task ${task.taskId} is not claimed by ${callerDid ?? 'the caller'}`, hint: 'Only the claimer may deliver' };
+      }
+      return null;
+    case 'complete':
+    case 'preparePayment':
+      if (callerDid !== undefined && callerDid !== task.posterDid) return notPoster(task, callerDid);
+      if (!task.claimerDid) {
+        return { kind: 'invalid', code: 'market_task_not_claimed_by_agent', status: 400, message: `Task ${task.taskId} has no claimer`, hint: 'A task is completed after a claimer delivered' };
+      }
+      return null;
+    case 'cancel':
+    case 'increaseReward':
+      if (callerDid !== undefined && callerDid !== task.posterDid) return notPoster(task, callerDid);
+      return null;
+    case 'verify':
+      return null;
+  }
+}
+
+function notPoster(task: TaskRecord, callerDid: string): TaskRefusal {
+  return { kind: 'not_poster', code: 'auth_did_mismatch', status: 403, message: `${callerDid} is not the poster of task ${task.taskId}`, hint: `Sign as the poster ${task.posterDid}` };
+}
+
+/** A new price must be above the current one (SPEC: "valid new price"). */
+export function increaseRefusal(task: TaskRecord, newPriceHbar: number): TaskRefusal | null {
+  const t = hbarToTinybars(newPriceHbar);
+  if (t === null) {
+    return { kind: 'invalid', code: 'invalid_request', status: 400, message: 'newPriceHbar must be a positive number of HBAR with at most 8 decimals', hint: `At most ${PRICE_HBAR_MAX} HBAR` };
+  }
+  if (t <= BigInt(task.priceTinybars)) {
+    return { kind: 'invalid', code: 'invalid_request', status: 400, message: `newPriceHbar must be above the current price ${task.priceHbar}`, hint: 'Send a higher price' };
+  }
+  return null;
+}
+
+/** The escrow statuses in which the poster's money sits (or will sit) in a schedule or the escrow account. */
+export function escrowPending(s: EscrowStatus): boolean {
+  return s === 'scheduled' || s === 'funded';
+}
+
+// ------------------------------------------------------------------ topic messages
+
+export const TASK_MESSAGE_TYPES = [
+  'task.posted',
+  'task.claimed',
+  'task.delivered',
+  'task.verified',
+  'task.completed',
+  'task.cancelled',
+  'task.reward_increased',
+  'task.expired',
+] as const;
+export type TaskMessageType = (typeof TASK_MESSAGE_TYPES)[number];
+
+/** A marketplace topic message: versioned JSON, ids and public values only, never a key or a result body. */
+export interface TaskMessage {
+  v: 1;
+  type: TaskMessageType;
+  taskId: string;
+  /** step number within the task (1 = posted), so readers can order and deduplicate */
+  seq: number;
+  status: TaskStatus;
+  escrowStatus: EscrowStatus;
+  at: string;
+  posterDid?: string;
+  claimerDid?: string | null;
+  title?: string;
+  priceHbar?: number;
+  capabilities?: string[];
+  scheduleId?: string | null;
+  paymentTxId?: string | null;
+  refundTxId?: string | null;
+  resultSha256?: string | null;
+  resultIpfs?: string | null;
+  passed?: boolean;
+  reason?: string;
+}
+
+export function parseTaskMessage(text: string): TaskMessage | null {
+  try {
+    const m = JSON.parse(text) as TaskMessage;
+    if (m && m.v === 1 && (TASK_MESSAGE_TYPES as readonly string[]).includes(m.type) && typeof m.taskId === 'string') return m;
+  } catch {
+    // not JSON
+  }
+  return null;
+}
+
+/** UUIDv7 (RFC 9562): version nibble 7, variant 10. */
+export const TASK_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+export function isTaskId(s: string): boolean {
+  return TASK_ID.test(s);
+}
