@@ -63,6 +63,7 @@ import {
   findPendingUpgrade,
   findUpgrade,
   markRequestRefused,
+  requestLedgerWritesStarted,
   type IssuanceRow,
   type PassportRow,
   type UpgradeRow,
@@ -227,9 +228,11 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
   /**
    * Turns a claim whose workflow never ran, or ended without a result (failed, terminated, timed
    * out), into a refusal (the wallet or passport is free at once) and refunds its payment. Returns
-   * 'running' when the workflow runs after all, 'done' when the request had already finished.
+   * 'running' when the workflow runs after all, 'done' when the request had already finished, and
+   * 'unfinished' when the workflow already wrote to the ledger for this payment: such a request is
+   * finished by running its (idempotent) workflow again, never refunded.
    */
-  const abandonClaim = async (paymentTransactionId: string, workflowId: string, reason: string): Promise<RefundOutcome | 'running' | 'done'> => {
+  const abandonClaim = async (paymentTransactionId: string, workflowId: string, reason: string): Promise<RefundOutcome | 'running' | 'done' | 'unfinished'> => {
     const running = await workflowRunning(ctx, workflowId);
     if (running) return 'running';
     if (running === null) {
@@ -237,6 +240,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
         hint: `Retry the same request with the same PAYMENT-SIGNATURE after 30 seconds; your payment ${paymentTransactionId} is kept for it`,
       });
     }
+    if (await requestLedgerWritesStarted(sql, workflowId, paymentTransactionId)) return 'unfinished';
     const status = await markRequestRefused(sql, paymentTransactionId, reason);
     if (status === 'issued' || status === 'upgraded') return 'done';
     try {
@@ -261,33 +265,45 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
     input: PassportIssuanceInput | PassportUpgradeInput,
     pollUrl: string,
   ): Promise<{ result: T } | { reply: FastifyReply }> => {
-    let started = false;
-    try {
-      const handle = await startOrAttach(ctx, workflowType, claim.workflowId, input);
-      started = true;
-      const r = await waitForResult<T>(handle, state.workflowWaitMs);
-      if (isPending(r)) return { reply: pendingReply(reply, handle.workflowId, pollUrl) };
-      return { result: r };
-    } catch (err) {
-      const notStarted = !started && err instanceof ApiError && err.code === 'service_unavailable';
-      if (!notStarted && !(err instanceof WorkflowRunFailed)) throw err;
-      const reason = notStarted ? 'workflow not started' : 'workflow ended without a result';
-      reply.request.log.warn({ err: (err as Error).message, workflowId: claim.workflowId }, 'the workflow of a claimed request did not run; abandoning the claim');
-      const o = await abandonClaim(claim.paymentTransactionId, claim.workflowId, reason);
-      if (o === 'running') return { reply: pendingReply(reply, claim.workflowId, pollUrl) };
-      if (o === 'done') throw new ApiError('execution_failed', `${what}: the workflow ended without a result after the request was recorded`, { hint: `Read ${pollUrl}` });
-      throw executionFailed(what, claim.paymentTransactionId, notStarted ? 'workflow start' : 'workflow', reason, o);
+    // a run that ended without a result after writing to the ledger is run once more to finish
+    for (let attempt = 0; ; attempt++) {
+      let started = false;
+      try {
+        const handle = await startOrAttach(ctx, workflowType, claim.workflowId, input);
+        started = true;
+        const r = await waitForResult<T>(handle, state.workflowWaitMs);
+        if (isPending(r)) return { reply: pendingReply(reply, handle.workflowId, pollUrl) };
+        return { result: r };
+      } catch (err) {
+        const notStarted = !started && err instanceof ApiError && err.code === 'service_unavailable';
+        if (!notStarted && !(err instanceof WorkflowRunFailed)) throw err;
+        const reason = notStarted ? 'workflow not started' : 'workflow ended without a result';
+        reply.request.log.warn({ err: (err as Error).message, workflowId: claim.workflowId }, 'the workflow of a claimed request did not run to its end');
+        const o = await abandonClaim(claim.paymentTransactionId, claim.workflowId, reason);
+        if (o === 'unfinished' && attempt === 0) continue;
+        if (o === 'unfinished') {
+          throw new ApiError('execution_failed', `${what}: the workflow ended twice without a result after writing to the ledger`, {
+            hint: `Your payment ${claim.paymentTransactionId} is kept for this request: retry it with the same PAYMENT-SIGNATURE to finish it`,
+            extra: { paymentTransactionId: claim.paymentTransactionId, failedStep: 'workflow', refund: 'none' },
+          });
+        }
+        if (o === 'running') return { reply: pendingReply(reply, claim.workflowId, pollUrl) };
+        if (o === 'done') throw new ApiError('execution_failed', `${what}: the workflow ended without a result after the request was recorded`, { hint: `Read ${pollUrl}` });
+        throw executionFailed(what, claim.paymentTransactionId, notStarted ? 'workflow start' : 'workflow', reason, o);
+      }
     }
   };
 
   /**
    * A pending claim blocks new requests for its wallet (or passport) only while its workflow may
    * still run: one older than STALE_CLAIM_MS whose workflow is not running is abandoned and its
-   * payment refunded, and true is returned (the caller may go on).
+   * payment refunded, and true is returned (the caller may go on). One whose workflow already wrote
+   * to the ledger keeps blocking: it is finished by a retry of its own request, never refunded.
    */
   const releasedStaleClaim = async (row: { payment_transaction_id: string; workflow_id: string; created_at: Date }): Promise<boolean> => {
     if (Date.now() - row.created_at.getTime() < STALE_CLAIM_MS) return false;
     if ((await workflowRunning(ctx, row.workflow_id)) !== false) return false;
+    if (await requestLedgerWritesStarted(sql, row.workflow_id, row.payment_transaction_id)) return false;
     const status = await markRequestRefused(sql, row.payment_transaction_id, 'workflow not started');
     if (status !== 'refused') return status !== null;
     await refund(row.payment_transaction_id, 'workflow not started').catch(() => undefined); // a retry of that payment finishes it

@@ -294,6 +294,18 @@ export async function recordUpgradedPassport(
   });
 }
 
+/**
+ * Whether the workflow of a request already wrote to the ledger for it (a mint, delivery, burn or
+ * metadata update keyed `${workflowId}/${paymentTransactionId}/...`, succeeded or still in doubt):
+ * such a request must be finished (its steps are idempotent), never simply refunded.
+ */
+export async function requestLedgerWritesStarted(sql: Sql, workflowId: string, paymentTransactionId: string): Promise<boolean> {
+  const prefix = `${workflowId}/${paymentTransactionId}/`.replace(/[\\%_]/g, (c) => `\\${c}`);
+  const rows = await sql`
+    select 1 from ledger_submissions where idempotency_key like ${`${prefix}%`} and status not in ('failed', 'expired') limit 1`;
+  return rows.length > 0;
+}
+
 // ------------------------------------------------------------------ refunds
 
 /** Records the refund of a payment on whichever request row it paid for. */

@@ -17,7 +17,7 @@ const PRICE: Record<Tier, bigint> = { bronze: 5n * HBAR, silver: 25n * HBAR, gol
 
 describe('claims of paid passport requests never stay pending', () => {
   let ps: PassportStack;
-  const hooks: { beforeMetadata?: () => Promise<void>; beforeMint?: () => Promise<void> } = {};
+  const hooks: { beforeMetadata?: () => Promise<void>; afterMetadata?: () => Promise<void>; beforeMint?: () => Promise<void> } = {};
 
   const balance = async (accountId: string) => (await ps.stack.ledger.mirror.getHbarBalance(accountId))!;
   const nftsOf = (accountId: string) => ps.stack.ledger.mirror.getAccountNfts(accountId, { tokenId: ps.stack.deployment.passportTokenId });
@@ -79,7 +79,9 @@ describe('claims of paid passport requests never stay pending', () => {
       },
       updatePassportMetadata: async (input) => {
         await hooks.beforeMetadata?.();
-        return ps.activities.updatePassportMetadata(input);
+        const updated = await ps.activities.updatePassportMetadata(input);
+        await hooks.afterMetadata?.();
+        return updated;
       },
     });
   });
@@ -159,6 +161,33 @@ describe('claims of paid passport requests never stay pending', () => {
     const again = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
     expect(await issuedOrPolled(again, agent.accountId)).toMatchObject({ tier: 'bronze' });
     expect(before - (await balance(agent.accountId))).toBe(PRICE.bronze);
+  });
+
+  it('a workflow terminated after it wrote to the ledger is finished, not refunded: the upgrade applies, charged once', async () => {
+    const agent = ps.agents[1]; // bronze since the start-failure test
+    const [owned] = await ps.sql`select token_id, serial from passports where account_id = ${agent.accountId} and revoked_at is null`;
+    const before = await balance(agent.accountId);
+    const { reached: updated, release, hook } = blocker();
+    hooks.afterMetadata = hook;
+    let r: PaidResponse;
+    try {
+      const request = paidPost(ps, agent, `/passport/${owned.token_id}/${owned.serial}/upgrade`, { did: agent.did, tier: 'silver' });
+      await updated; // the metadata is rewritten on the ledger; the run has not recorded it yet
+      hooks.afterMetadata = undefined;
+      await ps.t.client.workflow.getHandle(ps.workflowId(`passport-upgrade:${owned.token_id}:${owned.serial}:silver`)).terminate('test: terminated after the ledger write');
+      r = await request;
+    } finally {
+      hooks.afterMetadata = undefined;
+      release();
+    }
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ upgraded: true, oldTier: 'bronze', newTier: 'silver' });
+    expect(before - (await balance(agent.accountId))).toBe(PRICE.silver - PRICE.bronze);
+    const [upgrade] = await ps.sql`select payment_transaction_id, status from passport_upgrades where token_id = ${owned.token_id} and serial = ${owned.serial}`;
+    expect(upgrade.status).toBe('upgraded');
+    expect(await refundsOf(upgrade.payment_transaction_id)).toEqual([]);
+    const updates = await ps.sql`select status from ledger_submissions where idempotency_key like ${`%/${upgrade.payment_transaction_id}/metadata`}`;
+    expect(updates.map((u) => u.status)).toEqual(['succeeded']);
   });
 
   it('a stale pending claim (the API died before starting its workflow) no longer blocks the wallet; an unsettled payment is released, not refunded', async () => {
