@@ -40,6 +40,24 @@ export interface IndexedAgent {
   sequence: number;
 }
 
+/** An indexed entry with what the filters compare, computed once. */
+interface Item extends IndexedAgent {
+  nameLower: string;
+  skillsLower: readonly string[];
+  /** bit i set: CAPABILITIES[i] */
+  capMask: number;
+}
+
+function capBit(c: Capability): number {
+  return 1 << CAPABILITIES.indexOf(c);
+}
+
+function itemOf(entry: AgentEntry, sequence: number): Item {
+  let capMask = 0;
+  for (const c of entry.capabilities) capMask |= capBit(c);
+  return { entry, sequence, nameLower: entry.name.toLowerCase(), skillsLower: [...new Set((entry.skills ?? []).map((x) => x.toLowerCase()))], capMask };
+}
+
 /** The directory topic message of a registration (versioned JSON, ids only, never a key). */
 export interface AgentRegisteredMessage {
   v: 1;
@@ -201,7 +219,7 @@ function compare(a: IndexedAgent, b: IndexedAgent): number {
 }
 
 /** Inserts into a list kept in directory order (binary search; registrations usually append). */
-function insertSorted(list: IndexedAgent[], item: IndexedAgent): void {
+function insertSorted(list: Item[], item: Item): void {
   let lo = 0;
   let hi = list.length;
   if (hi === 0 || compare(list[hi - 1]!, item) < 0) {
@@ -216,22 +234,27 @@ function insertSorted(list: IndexedAgent[], item: IndexedAgent): void {
   list.splice(lo, 0, item);
 }
 
-function removeFrom(list: IndexedAgent[], item: IndexedAgent): void {
+function removeFrom(list: Item[], item: Item): void {
   const i = list.indexOf(item);
   if (i >= 0) list.splice(i, 1);
 }
 
 /**
  * The in-memory directory: entries in directory order (oldest registration first), with lists per
- * capability and per skill so filtered pages are answered without scanning everything.
+ * capability and per skill so filtered pages are answered without scanning everything; the name
+ * filter scans the smallest candidate list with precomputed lower-case names.
  */
 export class DirectoryIndex {
-  private readonly byDid = new Map<string, IndexedAgent>();
-  private readonly all: IndexedAgent[] = [];
-  private readonly byCapability = new Map<Capability, IndexedAgent[]>();
-  private readonly bySkill = new Map<string, IndexedAgent[]>();
-  /** lower-cased name per entry, for the name filter */
-  private readonly names = new WeakMap<IndexedAgent, string>();
+  private readonly byDid = new Map<string, Item>();
+  private readonly all: Item[] = [];
+  private readonly byCapability = new Map<Capability, Item[]>();
+  private readonly bySkill = new Map<string, Item[]>();
+  /**
+   * Every lower-cased name in directory order, joined by NUL, and where each starts: a name
+   * substring search is then one native indexOf sweep instead of a loop over the entries. Built
+   * on the first name query after a change.
+   */
+  private names: { text: string; starts: Int32Array } | null = null;
 
   get size(): number {
     return this.all.length;
@@ -241,32 +264,37 @@ export class DirectoryIndex {
     return this.byDid.get(did)?.entry;
   }
 
+  private add(item: Item, sorted: boolean): void {
+    this.names = null;
+    const put = sorted ? (list: Item[]) => insertSorted(list, item) : (list: Item[]) => list.push(item);
+    this.byDid.set(item.entry.did, item);
+    put(this.all);
+    for (const c of item.entry.capabilities) {
+      let list = this.byCapability.get(c);
+      if (!list) this.byCapability.set(c, (list = []));
+      put(list);
+    }
+    for (const s of item.skillsLower) {
+      let list = this.bySkill.get(s);
+      if (!list) this.bySkill.set(s, (list = []));
+      put(list);
+    }
+  }
+
   /** Adds or replaces the entry of a DID. */
   upsert(entry: AgentEntry, sequence: number): void {
     this.remove(entry.did);
-    const item: IndexedAgent = { entry, sequence };
-    this.byDid.set(entry.did, item);
-    this.names.set(item, entry.name.toLowerCase());
-    insertSorted(this.all, item);
-    for (const c of entry.capabilities) {
-      let list = this.byCapability.get(c);
-      if (!list) this.byCapability.set(c, (list = []));
-      insertSorted(list, item);
-    }
-    for (const s of new Set((entry.skills ?? []).map((x) => x.toLowerCase()))) {
-      let list = this.bySkill.get(s);
-      if (!list) this.bySkill.set(s, (list = []));
-      insertSorted(list, item);
-    }
+    this.add(itemOf(entry, sequence), true);
   }
 
   remove(did: string): void {
     const item = this.byDid.get(did);
     if (!item) return;
+    this.names = null;
     this.byDid.delete(did);
     removeFrom(this.all, item);
     for (const c of item.entry.capabilities) removeFrom(this.byCapability.get(c) ?? [], item);
-    for (const s of new Set((item.entry.skills ?? []).map((x) => x.toLowerCase()))) {
+    for (const s of item.skillsLower) {
       const list = this.bySkill.get(s);
       if (!list) continue;
       removeFrom(list, item);
@@ -280,45 +308,63 @@ export class DirectoryIndex {
     this.all.length = 0;
     this.byCapability.clear();
     this.bySkill.clear();
-    const sorted = [...items].sort((a, b) => compare({ entry: a.entry, sequence: a.sequence }, { entry: b.entry, sequence: b.sequence }));
-    for (const { entry, sequence } of sorted) {
-      const item: IndexedAgent = { entry, sequence };
-      this.byDid.set(entry.did, item);
-      this.names.set(item, entry.name.toLowerCase());
-      this.all.push(item); // sorted input: plain appends
-      for (const c of entry.capabilities) {
-        let list = this.byCapability.get(c);
-        if (!list) this.byCapability.set(c, (list = []));
-        list.push(item);
+    const sorted = items.map((i) => itemOf(i.entry, i.sequence)).sort(compare);
+    for (const item of sorted) this.add(item, false); // sorted input: plain appends
+  }
+
+  /** The entries whose lower-cased name contains `needle`, in directory order. */
+  private nameMatches(needle: string): Item[] {
+    if (needle.includes('\0')) return [];
+    if (!this.names) {
+      const starts = new Int32Array(this.all.length + 1);
+      let pos = 0;
+      for (let i = 0; i < this.all.length; i++) {
+        starts[i] = pos;
+        pos += this.all[i]!.nameLower.length + 1;
       }
-      for (const s of new Set((entry.skills ?? []).map((x) => x.toLowerCase()))) {
-        let list = this.bySkill.get(s);
-        if (!list) this.bySkill.set(s, (list = []));
-        list.push(item);
-      }
+      starts[this.all.length] = pos;
+      this.names = { text: this.all.map((i) => i.nameLower).join('\0'), starts };
     }
+    const { text, starts } = this.names;
+    const out: Item[] = [];
+    let from = 0;
+    for (;;) {
+      const at = text.indexOf(needle, from);
+      if (at < 0) break;
+      // the entry whose name holds position `at` (last start <= at)
+      let lo = 0;
+      let hi = this.all.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (starts[mid]! <= at) lo = mid;
+        else hi = mid - 1;
+      }
+      out.push(this.all[lo]!);
+      from = starts[lo + 1]!; // next name
+    }
+    return out;
   }
 
   /** One page of the entries matching every given filter, and how many match in total. */
   query(q: DirectoryQuery): { agents: AgentEntry[]; total: number } {
-    const lists: IndexedAgent[][] = [];
-    if (q.capability) lists.push(this.byCapability.get(q.capability) ?? []);
-    if (q.skill !== undefined) lists.push(this.bySkill.get(q.skill.trim().toLowerCase()) ?? []);
-    const base = lists.length === 0 ? this.all : lists.reduce((a, b) => (b.length < a.length ? b : a));
-    const name = q.name?.trim().toLowerCase();
-    const capability = q.capability;
     const skill = q.skill?.trim().toLowerCase();
-    const needsCheck = lists.length > 1 || name;
-    if (!needsCheck) {
+    const name = q.name?.trim().toLowerCase();
+    const lists: Item[][] = [];
+    if (q.capability) lists.push(this.byCapability.get(q.capability) ?? []);
+    if (skill !== undefined) lists.push(this.bySkill.get(skill) ?? []);
+    if (name) lists.push(this.nameMatches(name));
+    const base = lists.length === 0 ? this.all : lists.reduce((a, b) => (b.length < a.length ? b : a));
+    if (lists.length <= 1) {
       return { agents: base.slice(q.offset, q.offset + q.limit).map((i) => i.entry), total: base.length };
     }
+    const mask = q.capability ? capBit(q.capability) : 0;
     const agents: AgentEntry[] = [];
     let total = 0;
     const end = q.offset + q.limit;
     for (const item of base) {
-      if (capability && !item.entry.capabilities.includes(capability)) continue;
-      if (skill !== undefined && !(item.entry.skills ?? []).some((s) => s.toLowerCase() === skill)) continue;
-      if (name && !this.names.get(item)!.includes(name)) continue;
+      if ((item.capMask & mask) !== mask) continue;
+      if (skill !== undefined && !item.skillsLower.includes(skill)) continue;
+      if (name && !item.nameLower.includes(name)) continue;
       if (total >= q.offset && total < end) agents.push(item.entry);
       total++;
     }

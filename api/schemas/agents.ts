@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { DIRECTORY_LIMITS } from '../../domain/directory.js';
 import { LIMITS, capabilitySchema, didString, httpUrl, linkMapSchema, paginationQuery } from './common.js';
 
+const NO_CONTROL_CHARS = /^[^\p{Cc}]*$/u;
+
 export const agentRegisterBodySchema = z
   .object({
     did: didString.describe('The agent DID; must equal the signing DID (X-Service-DID)'),
@@ -11,6 +13,7 @@ export const agentRegisterBodySchema = z
       .trim()
       .min(DIRECTORY_LIMITS.nameMin)
       .max(DIRECTORY_LIMITS.nameMax)
+      .regex(NO_CONTROL_CHARS, 'must not contain control characters')
       .describe('1-64 characters, unique case-insensitively'),
     capabilities: z
       .array(z.string().max(LIMITS.capability))
@@ -19,7 +22,7 @@ export const agentRegisterBodySchema = z
       .describe("A subset of the passport's capabilities (else 400 agent_capability_invalid)"),
     endpoint: httpUrl.describe("The agent's A2A endpoint (http or https)"),
     skills: z
-      .array(z.string().trim().min(1).max(DIRECTORY_LIMITS.skillMax))
+      .array(z.string().trim().min(1).max(DIRECTORY_LIMITS.skillMax).regex(NO_CONTROL_CHARS, 'must not contain control characters'))
       .max(DIRECTORY_LIMITS.skillsMax)
       .optional()
       .describe('At most 20 skills of at most 48 characters'),

@@ -23,6 +23,7 @@ import { errorResponses } from '../../schemas/common.js';
 import { agentDidParams, agentEntrySchema, agentListSchema, agentRegisterBodySchema, agentsQuerySchema, rebuildResultSchema } from '../../schemas/agents.js';
 import { passportState, scopedWorkflowId } from '../../passportState.js';
 import { isPending, pendingReply, startOrAttach, waitForResult, workflowRunning, WorkflowRunFailed } from '../../workflowCalls.js';
+import { sendJson, serializerFor } from '../../serializer.js';
 import { AgentDirectory } from './directory.js';
 import { agentEntryOf, claimAgent, findAgent, findAgentByName, releaseAgentClaim, type AgentRow } from '../../../db/queries/agents.js';
 import { listPassportsByAccount, type PassportRow } from '../../../db/queries/passports.js';
@@ -74,6 +75,16 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
   app.addHook('onClose', async () => {
     await directory.close();
   });
+
+  // Entries are immutable values of the cache (a change replaces the object), so each is
+  // serialised (with its _links) once, the first time it is served.
+  const serializeEntry = serializerFor(agentEntrySchema);
+  const serialised = new WeakMap<AgentEntry, string>();
+  const entryJson = (e: AgentEntry): string => {
+    let json = serialised.get(e);
+    if (json === undefined) serialised.set(e, (json = serializeEntry(withLinks(e))));
+    return json;
+  };
 
   const ready = async () => {
     try {
@@ -275,11 +286,12 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         response: { 200: agentListSchema, ...errorResponses(400, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       await ready();
       const q = request.query;
       const { agents, total } = directory.query({ capability: q.capability, skill: q.skill, name: q.name, limit: q.limit, offset: q.offset });
-      return { agents: agents.map(withLinks), count: agents.length, total, limit: q.limit, offset: q.offset };
+      // the list's shape (agentListSchema) around entries serialised once each
+      return sendJson(reply, `{"agents":[${agents.map(entryJson).join(',')}],"count":${agents.length},"total":${total},"limit":${q.limit},"offset":${q.offset}}`);
     },
   );
 
@@ -293,13 +305,13 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         response: { 200: agentEntrySchema, ...errorResponses(400, 404, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       await ready();
       const entry = directory.get(request.params.did);
       if (!entry) {
         throw new ApiError('agent_not_found', `No agent ${echo(request.params.did)} in the directory`, { hint: 'Check the DID (GET /agents lists the directory)' });
       }
-      return withLinks(entry);
+      return sendJson(reply, entryJson(entry));
     },
   );
 
