@@ -16,6 +16,10 @@ import { createA2aDbActivities } from './db/a2a.js';
 import { createDirectoryLedgerActivities } from './ledger/directory.js';
 import { createAgentDbActivities } from './db/agents.js';
 import { createEvmActivities } from './evm/index.js';
+import { createMarketLedgerActivities } from './ledger/market.js';
+import { createTaskDbActivities } from './db/tasks.js';
+import { createDomainOwnershipActivities } from './web/domainOwnership.js';
+import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
 
 export interface LedgerActivityDeps {
   deployment: LedgerDeployment;
@@ -39,8 +43,12 @@ export function createActivities(deps: ActivityDeps) {
     ...(ledger ? { ...createDirectoryLedgerActivities({ sql, ledger }), ...createAgentDbActivities({ sql }) } : {}),
     // A2A messages: chunk submission and the inbox projection, only with a ledger deployment
     ...(ledger ? { ...createA2aLedgerActivities({ sql, ledger }), ...createA2aDbActivities({ sql, ledger }) } : {}),
+    // marketplace tasks: escrow schedules, payouts, topic messages and the projection, only with a ledger deployment
+    ...(ledger ? { ...createMarketLedgerActivities({ sql, ledger }), ...createTaskDbActivities({ sql }) } : {}),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
+    // domain ownership challenges: DNS TXT and well-known checks (issue 11)
+    ...createDomainOwnershipActivities({ sql, dnsServers: trustDnsServers(config), allowPrivate: config.TRUST_ALLOW_PRIVATE, fetchOrigins: trustFetchOrigins(config) }),
   };
 }
 

@@ -20,6 +20,9 @@ import signedRequestPlugin from './plugins/signedRequest.js';
 import x402Plugin from './plugins/x402.js';
 import { x402NetworkId } from '../ledger/x402/network.js';
 import eventsRoutes from './routes/events.js';
+import rulesRoutes from './routes/rules.js';
+import wellKnownRoutes from './routes/wellKnown.js';
+import trustSnapshotRoutes from './routes/trust/snapshot.js';
 import agentCardRoutes from './routes/agentCard.js';
 import passportRoutes from './routes/passports.js';
 import didRoutes from './routes/did.js';
@@ -28,6 +31,7 @@ import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
 import a2aRoutes from './routes/a2a.js';
 import agentsRoutes from './routes/agents/index.js';
+import trustOwnershipRoutes from './routes/trust/ownership.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
 import { codecTrusts } from './routes/codec.js';
 import { redactDeep } from './logRedaction.js';
@@ -157,8 +161,14 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     // agent directory and directory rebuild (issue 9)
     await app.register(agentsRoutes, { ctx });
   }
+  // domain ownership challenges (issue 11): PostgreSQL and Temporal only
+  if (sql) await app.register(trustOwnershipRoutes, { ctx });
   await app.register(eventsRoutes, { ctx });
   await app.register(agentCardRoutes, { ctx });
+  // trust snapshots, the rule catalog and the signature directory (issue 11); ownership from PostgreSQL when present
+  await app.register(trustSnapshotRoutes, { ctx });
+  await app.register(rulesRoutes);
+  await app.register(wellKnownRoutes, { ctx });
 
   return app;
 }

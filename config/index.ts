@@ -3,6 +3,7 @@
  * one line per missing or malformed variable so an operator can fix them all in one go.
  * .env.example documents each variable.
  */
+import { createPrivateKey } from 'node:crypto';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -10,6 +11,16 @@ const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 const hex64 = z.string().regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)');
+
+/** True when the text is an Ed25519 private key as PKCS#8 PEM or PKCS#8 DER hex (TRUST_SIGNING_KEY). */
+export function isEd25519PrivateKey(text: string): boolean {
+  try {
+    const key = text.includes('-----BEGIN') ? createPrivateKey(text) : /^[0-9a-fA-F]+$/.test(text) ? createPrivateKey({ key: Buffer.from(text, 'hex'), format: 'der', type: 'pkcs8' }) : null;
+    return key?.asymmetricKeyType === 'ed25519';
+  } catch {
+    return false;
+  }
+}
 
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -60,12 +71,32 @@ export const configSchema = z.object({
   INDEXER_START_BLOCK: z.coerce.number().int().min(0).default(0),
   INDEXER_POLL_INTERVAL_MS: z.coerce.number().int().positive().default(2_000),
 
+  // Trust snapshots (GET /api/trust/{domain}): cache life, time budget of one scan, signing key
+  TRUST_SNAPSHOT_TTL_MS: z.coerce.number().int().min(0).default(300_000),
+  TRUST_CHECK_BUDGET_MS: z.coerce.number().int().min(100).max(60_000).default(8_000),
+  /** Ed25519 private key signing the snapshots: PKCS#8 PEM, or PKCS#8 DER as hex. A secret */
+  TRUST_SIGNING_KEY: z.string().refine(isEd25519PrivateKey, 'must be an Ed25519 private key (PKCS#8 PEM or PKCS#8 DER hex)').optional(),
+  /** key_id of TRUST_SIGNING_KEY in the snapshots and /.well-known/http-message-signatures-directory */
+  TRUST_SIGNING_KEY_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 . _ : -').optional(),
+
   // Registry keys
   REGISTER_DAILY_CAP_PER_IP: z.coerce.number().int().positive().default(5),
   SPONSORED_DAILY_BUDGET: z.coerce.number().int().min(0).default(100),
 
   // Outbound fetches of client URLs (net/safeFetch.ts): true lifts the public-address rule (tests only)
   TRUST_ALLOW_PRIVATE: bool.default(false),
+  /** tests only, honoured with TRUST_ALLOW_PRIVATE: "a.test=http://127.0.0.1:4321,b.test=..." sends a domain's trust fetches to a loopback origin */
+  TRUST_FETCH_ORIGINS: z.string().optional(),
+
+  // Domain ownership challenges and attestations (issue 11 part 2)
+  /** DNS servers (ip or ip:port, comma-separated) for the ownership TXT lookups; default the system's resolvers */
+  TRUST_DNS_SERVERS: z.string().optional(),
+  /** how long a challenge is valid (SPEC/DESIGN: 24 h) */
+  TRUST_CHALLENGE_TTL_MS: z.coerce.number().int().min(1_000).default(86_400_000),
+  /** time between two checks of a pending challenge */
+  TRUST_OWNERSHIP_POLL_MS: z.coerce.number().int().min(100).default(300_000),
+  /** EVM key (0x + 64 hex) that sends attestDomain; must be a minter of the passport contract. A secret: worker only */
+  EVM_ATTESTER_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 0x and 64 hex characters').optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -76,11 +107,12 @@ export type ConfigRole = 'api' | 'worker';
 /**
  * Variables a production process refuses to start without (NODE_ENV=production), so it never
  * comes up with routes missing or the codec open: the admin token digest, the payload key, the
- * database, the Temporal cluster and the ledger (operator, mirror, facilitator; the deployment file
- * at LOCALNET_CONFIG_PATH is checked at start-up by ledger/deployment.ts).
+ * database, the Temporal cluster, the trust snapshot signing key (api) and the ledger (operator,
+ * mirror, facilitator; the deployment file at LOCALNET_CONFIG_PATH is checked at start-up by
+ * ledger/deployment.ts).
  */
 export const PRODUCTION_REQUIRED: Record<ConfigRole, readonly (keyof Config)[]> = {
-  api: ['ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL'],
+  api: ['ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TRUST_SIGNING_KEY', 'TRUST_SIGNING_KEY_ID'],
   worker: ['PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL'],
 };
 
@@ -111,4 +143,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     return cleaned[name] === undefined ? `${name}: missing (${issue.message})` : `${name}: ${issue.message}`;
   });
   throw new ConfigError([...problems, ...missing]);
+}
+
+/**
+ * TRUST_FETCH_ORIGINS as a map domain -> origin, empty unless TRUST_ALLOW_PRIVATE (tests only):
+ * "a.test=http://127.0.0.1:4321" makes the trust fetches of https://a.test/... go to that origin.
+ */
+export function trustFetchOrigins(config: Pick<Config, 'TRUST_ALLOW_PRIVATE' | 'TRUST_FETCH_ORIGINS'>): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!config.TRUST_ALLOW_PRIVATE) return out;
+  for (const pair of (config.TRUST_FETCH_ORIGINS ?? '').split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq > 0) out[pair.slice(0, eq).trim().toLowerCase()] = pair.slice(eq + 1).trim().replace(/\/+$/, '');
+  }
+  return out;
+}
+
+/** TRUST_DNS_SERVERS as a list (empty: the system's resolvers). */
+export function trustDnsServers(config: Pick<Config, 'TRUST_DNS_SERVERS'>): string[] {
+  return (config.TRUST_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }

@@ -49,3 +49,13 @@ export const OWNERSHIP_WELL_KNOWN_PATH = '/.well-known/agent-passport-challenge.
 export function ownershipWellKnownUrl(domain: string): string {
   return `https://${domain}${OWNERSHIP_WELL_KNOWN_PATH}`;
 }
+
+/** The TXT record value (and the accepted well-known file line) that proves a challenge token. */
+export function ownershipTxtValue(token: string): string {
+  return `agent-passport-verification=${token}`;
+}
+
+/** The record to publish, in zone-file form: `_agent-passport.example.com. TXT "agent-passport-verification=<token>"`. */
+export function ownershipDnsRecord(domain: string, token: string): string {
+  return `${ownershipDnsName(domain)}. TXT "${ownershipTxtValue(token)}"`;
+}

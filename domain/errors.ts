@@ -41,18 +41,24 @@ const CODEC = ['/codec/decode', '/codec/encode'];
 /** The A2A send routes (and those of them guarded by DID signature authentication). */
 const A2A_SEND = ['/a2a/send', '/a2a/send-with-key', '/a2a/send-signed'];
 const A2A_SIGNED = ['/a2a/send', '/a2a/send-signed'];
+/** Domain trust routes of the ownership challenge and the on-chain attestation (issue 11 part 2). */
+const TRUST_VERIFY = '/api/trust/:domain/verify-ownership';
+const TRUST_ATTEST = '/api/trust/:domain/attest';
 /** Routes guarded by DID signature authentication. */
-const SIGNED = [REQUEST, UPGRADE, ...A2A_SIGNED];
+const SIGNED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST];
 /** Routes that run a workflow and wait for it. */
-const WORKFLOW = [REQUEST, UPGRADE, REVOKE, ...A2A_SEND];
+const WORKFLOW = [REQUEST, UPGRADE, REVOKE, ...A2A_SEND, TRUST_ATTEST];
 const NONE: string[] = [];
+/** Trust snapshot and rule catalog routes (issue 11 part 1). */
+const TRUST_SNAPSHOT = '/api/trust/:domain';
+const RULE = '/rules/:id';
 
 export const SPEC_ERRORS = [
   { code: 'policy_refusal', http_status: 409, agent_impact: 'The request was refused by policy before any work was done.', hint_template: 'Choose another subject or workflow; {reason}', affected_routes: NONE, recovery_action: 'choose_alternative', charge: 'never' },
   { code: 'insufficient_subject', http_status: 422, agent_impact: 'The subject cannot be evaluated as given.', hint_template: 'Provide a subject that can be evaluated: {detail}', affected_routes: NONE, recovery_action: 'change_request', charge: 'never' },
   { code: 'execution_failed', http_status: 502, agent_impact: 'A platform or upstream step failed; any settled amount is refunded automatically.', hint_template: 'Retry the request; the refund of {amount} is automatic', affected_routes: WORKFLOW, recovery_action: 'retry_immediately', charge: 'never' },
   { code: 'data_unavailable', http_status: 503, agent_impact: 'The live-data feed cannot serve now; refused before settlement.', hint_template: 'Retry shortly; free-tier answers may carry data_status stale since {stale_since}', affected_routes: NONE, recovery_action: 'retry_immediately', charge: 'never' },
-  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE, ...A2A_SEND], recovery_action: 'choose_alternative' },
+  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE, ...A2A_SEND, TRUST_ATTEST], recovery_action: 'choose_alternative' },
   { code: 'passport_not_owned', http_status: 403, agent_impact: 'The wallet does not own this passport.', hint_template: 'Sign with the account that owns {tokenId}/{serial}', affected_routes: [UPGRADE], recovery_action: 'not_authorized' },
   { code: 'passport_payment_required', http_status: 402, agent_impact: 'An x402 payment is needed before the passport is issued.', hint_template: 'Pay {amount} to {payTo} through {facilitator} and retry with PAYMENT-SIGNATURE', affected_routes: [REQUEST, UPGRADE], recovery_action: 'wait_and_retry' },
   { code: 'passport_payment_failed', http_status: 400, agent_impact: 'The payment failed or was rejected by the facilitator.', hint_template: 'Build a fresh payment for the stated requirements: {reason}', affected_routes: [REQUEST, UPGRADE], recovery_action: 'retry_immediately' },
@@ -90,6 +96,13 @@ export const SERVICE_ERRORS = [
   { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: [REVOKE, ...CODEC], recovery_action: 'not_authorized' },
   { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: [...SIGNED, '/a2a/send-with-key'], recovery_action: 'change_request' },
   { code: 'passport_already_revoked', http_status: 409, agent_impact: 'The passport is already revoked.', hint_template: 'Nothing to do: {tokenId}/{serial} was revoked at {revokedAt}', affected_routes: [REVOKE], recovery_action: 'no_action' },
+  { code: 'trust_challenge_not_found', http_status: 404, agent_impact: 'No ownership challenge with this token exists for the domain.', hint_template: 'Get a challenge from GET /api/trust/{domain}/challenge and send its token', affected_routes: [TRUST_VERIFY], recovery_action: 'change_request' },
+  { code: 'trust_challenge_expired', http_status: 400, agent_impact: 'The ownership challenge expired before it was proven.', hint_template: 'Get a new challenge from GET /api/trust/{domain}/challenge (valid 24 h)', affected_routes: [TRUST_VERIFY], recovery_action: 'retry_immediately' },
+  { code: 'trust_ownership_not_proven', http_status: 403, agent_impact: 'Neither the DNS TXT record nor the well-known file holds the challenge token yet.', hint_template: 'Publish {dns_record} or serve the token at {well_known_url}, then verify again', affected_routes: [TRUST_VERIFY], recovery_action: 'wait_and_retry' },
+  { code: 'trust_domain_invalid', http_status: 400, agent_impact: 'The domain is not a public DNS name (IP literal, port, path or malformed label).', hint_template: 'Give a bare domain such as example.com: {reason}', affected_routes: [TRUST_SNAPSHOT], recovery_action: 'change_request' },
+  { code: 'trust_domain_not_found', http_status: 404, agent_impact: 'The domain does not resolve to a public address, so it cannot be scanned.', hint_template: 'Check the spelling of {domain} and its A/AAAA records', affected_routes: [TRUST_SNAPSHOT], recovery_action: 'change_request' },
+  { code: 'trust_snapshot_failed', http_status: 503, agent_impact: 'The trust snapshot could not be generated now (DNS resolver failure or scan over its time budget).', hint_template: 'Retry in a few seconds', affected_routes: [TRUST_SNAPSHOT], recovery_action: 'wait_and_retry' },
+  { code: 'trust_rule_not_found', http_status: 404, agent_impact: 'No agent-readiness rule has this id.', hint_template: 'See the rule ids at /rules (AR-001 ...)', affected_routes: [RULE], recovery_action: 'change_request' },
   { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: WORKFLOW, recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
 

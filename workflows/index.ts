@@ -11,3 +11,5 @@ export * from './passportRefund.js';
 export * from './a2aMessage.js';
 export * from './agentRegistration.js';
 export * from './directoryRebuild.js';
+export * from './domainOwnership.js';
+export * from './taskLifecycle.js';
