@@ -35,6 +35,8 @@ export interface SafeFetchOptions {
   addressAllowed?: (address: string) => boolean;
   /** Accept header (default application/json) */
   accept?: string;
+  /** POST this body (with `contentType`, default application/json) instead of a GET; a 303 redirect turns it into a GET */
+  post?: { body: string | Buffer; contentType?: string };
   /** resolver, for tests (default dns.lookup with all addresses) */
   lookup?: (host: string) => Promise<{ address: string; family: number }[]>;
 }
@@ -117,7 +119,7 @@ async function checkTarget(raw: string | URL, opts: { allowed: (address: string)
   return { url, host, address: first.address, family: first.family === 6 ? 6 : 4 };
 }
 
-function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: number; signal: AbortSignal }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: number; signal: AbortSignal; post?: { body: string | Buffer; contentType?: string } }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const mod = target.url.protocol === 'https:' ? https : http;
     // The socket connects to the address that was checked, never to a fresh DNS answer.
@@ -128,8 +130,13 @@ function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: nu
     const req = mod.request(
       target.url,
       {
-        method: 'GET',
-        headers: { accept: opts.accept, 'user-agent': 'agent-passport/1 (+safe-fetch)', 'accept-encoding': 'identity' },
+        method: opts.post ? 'POST' : 'GET',
+        headers: {
+          accept: opts.accept,
+          'user-agent': 'agent-passport/1 (+safe-fetch)',
+          'accept-encoding': 'identity',
+          ...(opts.post ? { 'content-type': opts.post.contentType ?? 'application/json', 'content-length': String(Buffer.byteLength(opts.post.body)) } : {}),
+        },
         lookup: lookup as never,
         signal: opts.signal,
         agent: false,
@@ -157,13 +164,13 @@ function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: nu
       },
     );
     req.on('error', (err) => reject(err));
-    req.end();
+    req.end(opts.post?.body);
   });
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-/** GETs a client-supplied URL under the SSRF rules above; non-2xx answers are returned, not thrown. */
+/** GETs (or POSTs to) a client-supplied URL under the SSRF rules above; non-2xx answers are returned, not thrown. */
 export async function safeFetch(rawUrl: string, options: SafeFetchOptions = {}): Promise<SafeFetchResult> {
   const timeoutMs = options.timeoutMs ?? SAFE_FETCH_DEFAULTS.timeoutMs;
   const maxBytes = options.maxBytes ?? SAFE_FETCH_DEFAULTS.maxBytes;
@@ -178,11 +185,12 @@ export async function safeFetch(rawUrl: string, options: SafeFetchOptions = {}):
   deadline.catch(() => undefined);
   try {
     let current: string | URL = rawUrl;
+    let post = options.post;
     for (let hop = 0; ; hop++) {
       const target: CheckedTarget = await Promise.race([checkTarget(current, check), deadline]);
       let res: { status: number; headers: http.IncomingHttpHeaders; body: Buffer };
       try {
-        res = await Promise.race([requestOnce(target, { accept: options.accept ?? 'application/json', maxBytes, signal: controller.signal }), deadline]);
+        res = await Promise.race([requestOnce(target, { accept: options.accept ?? 'application/json', maxBytes, signal: controller.signal, post }), deadline]);
       } catch (err) {
         if (err instanceof SafeFetchError) throw err;
         if (controller.signal.aborted) throw new SafeFetchError('timeout', `no complete answer within ${timeoutMs} ms`);
@@ -192,6 +200,7 @@ export async function safeFetch(rawUrl: string, options: SafeFetchOptions = {}):
       if (REDIRECTS.has(res.status) && location) {
         if (hop >= maxRedirects) throw new SafeFetchError('too_many_redirects', `more than ${maxRedirects} redirects`);
         current = new URL(location, target.url);
+        if (res.status === 303) post = undefined;
         continue;
       }
       return { url: target.url.toString(), status: res.status, headers: res.headers, body: res.body, address: target.address };

@@ -1,0 +1,52 @@
+/**
+ * The runTaskVerifier activity (workflows/taskTypes.ts): runs a delivered task's verifier and answers
+ * { passed, reasons }. It never completes a task or moves money; the workflow counts the attempts.
+ *
+ * none, sha256 and json_schema are pure (domain/verifiers.ts). http POSTs
+ * { taskId, attempt, resultBody, resultIpfs, resultSha256 } as JSON to the poster's verifier URL
+ * through THE SSRF-guarded fetcher (net/safeFetch: public addresses only unless TRUST_ALLOW_PRIVATE,
+ * 5 s, 64 KB answer) and reads JSON { passed, reasons? }. A verifier that cannot be reached, refuses
+ * or answers garbage is a failed verification with the reason, not an activity failure: retrying
+ * would only POST the same result to the poster's server again.
+ */
+import { safeFetch, SafeFetchError } from '../../net/safeFetch.js';
+import { parseHttpVerifierAnswer, runLocalVerifier, type VerifierOutcome } from '../../domain/verifiers.js';
+import type { TaskVerifierActivities, TaskVerifierInput, TaskVerifierResult } from '../../workflows/taskTypes.js';
+
+export interface TaskVerifierDeps {
+  /** TRUST_ALLOW_PRIVATE (tests only): lift the address rule of the SSRF guard */
+  allowPrivate: boolean;
+  /** deadline of the http verifier's answer (default 5 s) */
+  timeoutMs?: number;
+}
+
+export async function runHttpVerifier(url: unknown, input: TaskVerifierInput, deps: TaskVerifierDeps): Promise<VerifierOutcome> {
+  if (typeof url !== 'string') return { passed: false, reasons: ['verifierConfig.url is missing'] };
+  const body = JSON.stringify({
+    taskId: input.taskId,
+    attempt: input.attempt,
+    resultBody: input.resultBody,
+    resultIpfs: input.resultIpfs,
+    resultSha256: input.resultSha256,
+  });
+  try {
+    const res = await safeFetch(url, { post: { body }, allowPrivate: deps.allowPrivate, timeoutMs: deps.timeoutMs ?? 5_000, maxBytes: 64 * 1024 });
+    return parseHttpVerifierAnswer(res.status, res.body);
+  } catch (err) {
+    if (err instanceof SafeFetchError) {
+      const why = err.reason === 'address_refused' ? 'the verifier URL resolves to a non-public address' : err.message;
+      return { passed: false, reasons: [`the verifier could not be reached (${err.reason}): ${why}`] };
+    }
+    throw err;
+  }
+}
+
+export function createTaskVerifierActivities(deps: TaskVerifierDeps): TaskVerifierActivities {
+  return {
+    async runTaskVerifier(input: TaskVerifierInput): Promise<TaskVerifierResult> {
+      const subject = { resultBody: input.resultBody, resultIpfs: input.resultIpfs, resultSha256: input.resultSha256 };
+      if (input.verifierType === 'http') return runHttpVerifier(input.verifierConfig?.url, input, deps);
+      return runLocalVerifier(input.verifierType, input.verifierConfig, subject);
+    },
+  };
+}
