@@ -1,0 +1,41 @@
+/**
+ * The agent-readiness rule catalog (SPEC 4.7; DESIGN.md section 10 "Content"): GET /rules (HTML,
+ * with the verification conventions), /rules.json (the catalog and its profile hash),
+ * /rules/{id} (HTML) and /rules/{id}.json (JSON). An unknown id answers 404 trust_rule_not_found
+ * in the error body (JSON) for both forms, like every other error of the service.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { PROFILE_VERSION } from '../../domain/trust/rules.js';
+import { PROFILE_DOCUMENT, PROFILE_HASH } from '../../domain/trust/snapshot.js';
+import { ApiError, echo } from '../errors.js';
+import { errorResponses } from '../schemas/common.js';
+import { publicRuleSchema, ruleCatalogSchema, ruleParams } from '../schemas/trust.js';
+import { sendJson, serializerFor } from '../serializer.js';
+import { renderRulePage, renderRulesPage } from '../trust/rulesHtml.js';
+
+const HTML = 'text/html; charset=utf-8';
+
+const rulesRoutes: FastifyPluginAsyncZod = async (app) => {
+  // The catalog is static for the life of the process: everything is rendered once.
+  const rules = PROFILE_DOCUMENT.rules;
+  const indexHtml = renderRulesPage(rules, { version: PROFILE_VERSION, hash: PROFILE_HASH });
+  const catalogJson = serializerFor(ruleCatalogSchema)({ ...PROFILE_DOCUMENT, profile_hash: PROFILE_HASH });
+  const serializeRule = serializerFor(publicRuleSchema);
+  const pages = new Map(rules.map((r) => [r.id, { html: renderRulePage(r), json: serializeRule(r) }]));
+
+  app.get('/rules', { schema: { tags: ['trust'], summary: 'Agent-readiness rules and how to verify a snapshot (HTML)', produces: ['text/html'] } }, async (_req, reply) => reply.type(HTML).send(indexHtml));
+  app.get('/rules.json', { schema: { tags: ['trust'], summary: 'Agent-readiness rule catalog with its profile hash', response: { 200: ruleCatalogSchema } } }, async (_req, reply) => sendJson(reply, catalogJson));
+  app.get(
+    '/rules/:id',
+    { schema: { tags: ['trust'], summary: 'One rule: HTML, or JSON when the id ends in .json', params: ruleParams, response: errorResponses(404) } },
+    async (req, reply) => {
+      const asJson = req.params.id.endsWith('.json');
+      const id = asJson ? req.params.id.slice(0, -'.json'.length) : req.params.id;
+      const rendered = pages.get(id);
+      if (!rendered) throw new ApiError('trust_rule_not_found', `No rule has id ${echo(id)}`, { hint: 'See the rule ids at /rules (AR-001 ...)' });
+      return asJson ? sendJson(reply, rendered.json) : reply.type(HTML).send(rendered.html as never);
+    },
+  );
+};
+
+export default rulesRoutes;

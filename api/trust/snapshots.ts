@@ -1,0 +1,261 @@
+/**
+ * Trust snapshot generation (GET /api/trust/{domain}; attest, issue 11 part 2, signs the same
+ * object): SPEC section 2 "Trust snapshot", DESIGN.md sections 6 and 10.
+ *
+ *  1. the domain is validated (domain/domainName.ts: 400 trust_domain_invalid) and resolved
+ *     (404 trust_domain_not_found when it has no address, or only non-public ones; 503
+ *     trust_snapshot_failed when the resolver fails);
+ *  2. every probe of the rule catalog is fetched once, in parallel, through net/safeFetch (the
+ *     SSRF guard: public addresses only, the checked address connected to, redirects re-checked),
+ *     each within the scan's time budget (TRUST_CHECK_BUDGET_MS) and a 256 KiB cap;
+ *  3. the rules are evaluated, evidence hashed, the Merkle root and score computed
+ *     (domain/trust/), domain_ownership read from PostgreSQL (db/queries/domainOwnership.ts);
+ *  4. snapshot_hash over the RFC 8785 JSON without integrity/on_chain, Ed25519-signed
+ *     (api/trust/signingKey.ts).
+ *
+ * Cache (decision): per process, in memory, per domain, for TRUST_SNAPSHOT_TTL_MS. A snapshot is a
+ * signed, self-verifying document, so two instances holding different (both valid) snapshots of a
+ * domain for a few minutes is harmless. Ownership is re-read on every request (one indexed query):
+ * when it differs from the cached snapshot's, the snapshot is re-assembled and re-signed from the
+ * cached scan, so a proven ownership shows at once on every instance without a rescan.
+ * Concurrent requests for a domain share one scan.
+ */
+import type { Sql } from 'postgres';
+import { ApiError, echo } from '../errors.js';
+import type { AppContext } from '../context.js';
+import { trustDnsServers, trustFetchOrigins, type Config } from '../../config/index.js';
+import { parseDomainName } from '../../domain/domainName.js';
+import { canonicalJson } from '../../domain/trust/canonical.js';
+import { merkleRoot } from '../../domain/trust/merkle.js';
+import { evaluateRules, PROBE_IDS, PROBES, PROFILE_VERSION, type ProbeId, type ProbeOutcome, type RuleResultKind } from '../../domain/trust/rules.js';
+import { evidenceHash, PROFILE_HASH, scoreSummary, SIGNATURE_ALGORITHM, snapshotHash, SNAPSHOT_VERSION, SPEC_VERSION, type ScoreSummary } from '../../domain/trust/snapshot.js';
+import { findDomainOwnership, type DomainOwnership } from '../../db/queries/domainOwnership.js';
+import { isPublicAddress, safeFetch, SafeFetchError } from '../../net/safeFetch.js';
+import { HostNotFoundError, hostLookup, type HostLookup } from './dnsLookup.js';
+import { trustSignerFor, type TrustSigner } from './signingKey.js';
+
+/** Largest body a probe reads (an OpenAPI document can be large; the cap is still small). */
+export const PROBE_MAX_BYTES = 256 * 1024;
+/** Most domains kept in the cache; the oldest go first. */
+const CACHE_MAX_DOMAINS = 5_000;
+
+/** SPEC domain_ownership before any challenge (also what part 2's table gives when empty). */
+export const OWNERSHIP_NONE: DomainOwnership = { method: 'none', verified: false, verified_at: null, challenge_token: '', proof: '' };
+
+export interface RuleResultEntry {
+  id: string;
+  result: RuleResultKind;
+  detail: string;
+  evidence_hash: string;
+}
+
+export interface TrustSnapshot {
+  snapshot_version: string;
+  spec_version: string;
+  domain: string;
+  generated_at: string;
+  profile_ref: { profile_version: string; profile_hash: string; endpoint: string };
+  evidence_root: { assertion_count: number; evidence_hashes: string[]; merkle_root: string; computed_at: string };
+  score_summary: ScoreSummary;
+  rule_results: RuleResultEntry[];
+  domain_ownership: DomainOwnership;
+  integrity: { snapshot_hash: string; signature_algorithm: string; signature: string; public_key: string; key_id: string };
+  on_chain?: { chain: string; chain_id: number; contract_address: string; token_id: number; attested_at: string; attested_by: string; tx_hash: string; revoked: boolean };
+  _links: Record<string, { href: string; method?: 'GET' | 'POST' }>;
+}
+
+/** What a scan found: everything of the snapshot except ownership, times of assembly and signature. */
+interface Scan {
+  domain: string;
+  computedAt: string;
+  evidenceHashes: string[];
+  merkleRoot: string;
+  score: ScoreSummary;
+  ruleResults: RuleResultEntry[];
+}
+
+interface CacheEntry {
+  scan: Scan;
+  snapshot: TrustSnapshot;
+  /** canonical JSON of the ownership the snapshot carries */
+  ownershipKey: string;
+  expiresAt: number;
+}
+
+export interface TrustSnapshotDeps {
+  config: Config;
+  sql?: Sql;
+  /** clock (tests) */
+  now?: () => Date;
+}
+
+export class TrustSnapshots {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly scans = new Map<string, Promise<Scan>>();
+  private readonly lookup: HostLookup;
+  private readonly origins: Record<string, string>;
+  readonly signer: TrustSigner;
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: TrustSnapshotDeps) {
+    this.lookup = hostLookup(trustDnsServers(deps.config));
+    this.origins = trustFetchOrigins(deps.config);
+    this.signer = trustSignerFor(deps.config);
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /**
+   * The current snapshot of a domain (as given by the client: validated and normalised here).
+   * `fresh: true` ignores a cached scan. Throws ApiError 400/404/503 as the file comment says.
+   */
+  async snapshotFor(rawDomain: string, opts: { fresh?: boolean } = {}): Promise<TrustSnapshot> {
+    const parsed = parseDomainName(rawDomain);
+    if (!parsed.ok) throw new ApiError('trust_domain_invalid', `${echo(rawDomain)} is not a domain name: ${parsed.reason}`, { hint: 'Give a bare domain such as example.com' });
+    const domain = parsed.domain;
+    const ownership = await this.ownershipOf(domain);
+    const ownershipKey = canonicalJson(ownership);
+    const nowMs = this.now().getTime();
+    const cached = this.cache.get(domain);
+    if (!opts.fresh && cached && cached.expiresAt > nowMs) {
+      if (cached.ownershipKey === ownershipKey) return cached.snapshot;
+      const snapshot = this.assemble(cached.scan, ownership);
+      this.cache.set(domain, { ...cached, snapshot, ownershipKey });
+      return snapshot;
+    }
+    const scan = await this.scanOnce(domain);
+    const snapshot = this.assemble(scan, ownership);
+    this.remember(domain, { scan, snapshot, ownershipKey, expiresAt: nowMs + this.deps.config.TRUST_SNAPSHOT_TTL_MS });
+    return snapshot;
+  }
+
+  /** Drops a domain's cached snapshot (tests, or a caller that knows the domain changed). */
+  forget(domain: string): void {
+    this.cache.delete(domain);
+  }
+
+  private async ownershipOf(domain: string): Promise<DomainOwnership> {
+    if (!this.deps.sql) return OWNERSHIP_NONE;
+    try {
+      return (await findDomainOwnership(this.deps.sql, domain)) ?? OWNERSHIP_NONE;
+    } catch {
+      throw new ApiError('service_unavailable', 'The ownership records cannot be read now', { hint: 'Retry after 30 seconds' });
+    }
+  }
+
+  private remember(domain: string, entry: CacheEntry) {
+    if (this.deps.config.TRUST_SNAPSHOT_TTL_MS === 0) return;
+    this.cache.delete(domain);
+    this.cache.set(domain, entry);
+    while (this.cache.size > CACHE_MAX_DOMAINS) this.cache.delete(this.cache.keys().next().value!);
+  }
+
+  private scanOnce(domain: string): Promise<Scan> {
+    let running = this.scans.get(domain);
+    if (!running) {
+      running = this.scan(domain).finally(() => this.scans.delete(domain));
+      this.scans.set(domain, running);
+    }
+    return running;
+  }
+
+  /** The origin a domain's probes are fetched from: https://{domain}, or a test-only override. */
+  private originOf(domain: string): string {
+    return this.origins[domain] ?? `https://${domain}`;
+  }
+
+  private async scan(domain: string): Promise<Scan> {
+    const { config } = this.deps;
+    const origin = this.originOf(domain);
+    if (!this.origins[domain]) await this.checkResolves(domain);
+    const budget = config.TRUST_CHECK_BUDGET_MS;
+    const fetched = await Promise.all(PROBE_IDS.map(async (id) => [id, await this.probe(origin, id, budget)] as const));
+    const outcomes = Object.fromEntries(fetched.map(([id, f]) => [id, f.outcome])) as Record<ProbeId, ProbeOutcome>;
+    const evidence = Object.fromEntries(fetched.map(([id, f]) => [id, f.evidence])) as Record<ProbeId, string>;
+    const results = evaluateRules({ domain, origin, now: this.now(), outcomes });
+    const ruleResults = results.map(({ rule, outcome }) => ({ id: rule.id, result: outcome.result, detail: outcome.detail.slice(0, 300), evidence_hash: evidence[rule.probe] }));
+    const evidenceHashes = ruleResults.map((r) => r.evidence_hash);
+    return {
+      domain,
+      computedAt: this.now().toISOString(),
+      evidenceHashes,
+      merkleRoot: merkleRoot(evidenceHashes),
+      score: scoreSummary(results.map(({ rule, outcome }) => ({ weight: rule.weight, result: outcome.result }))),
+      ruleResults,
+    };
+  }
+
+  /** 404 unless the domain has addresses, all of them reachable under the address rule. */
+  private async checkResolves(domain: string): Promise<void> {
+    let addresses: { address: string }[];
+    try {
+      addresses = await this.lookup(domain);
+    } catch (err) {
+      if (err instanceof HostNotFoundError) throw new ApiError('trust_domain_not_found', `${domain} does not resolve`, { hint: 'Check the spelling and the A/AAAA records of the domain' });
+      throw new ApiError('trust_snapshot_failed', `The name servers of ${domain} did not answer`, { hint: 'Retry in a few seconds' });
+    }
+    if (!this.deps.config.TRUST_ALLOW_PRIVATE && addresses.some((a) => !isPublicAddress(a.address))) {
+      throw new ApiError('trust_domain_not_found', `${domain} does not resolve to a public address`, { hint: 'Only domains on public addresses can be scanned' });
+    }
+  }
+
+  private async probe(origin: string, id: ProbeId, timeoutMs: number): Promise<{ outcome: ProbeOutcome; evidence: string }> {
+    const { path, accept } = PROBES[id];
+    const url = `${origin}${path}`;
+    const scheme = url.startsWith('https:') ? 'https' : 'http';
+    try {
+      const res = await safeFetch(url, { timeoutMs, maxBytes: PROBE_MAX_BYTES, accept, allowPrivate: this.deps.config.TRUST_ALLOW_PRIVATE, lookup: this.lookup });
+      const type = res.headers['content-type'];
+      const contentType = typeof type === 'string' ? (type.split(';')[0]!.trim().toLowerCase() || null) : null;
+      return {
+        outcome: { url, scheme, status: res.status, contentType, text: res.body.toString('utf8'), failure: null },
+        evidence: evidenceHash({ body: res.body }),
+      };
+    } catch (err) {
+      const reason = err instanceof SafeFetchError ? err.reason : 'network';
+      return { outcome: { url, scheme, status: null, contentType: null, text: '', failure: reason }, evidence: evidenceHash({ error: reason, url }) };
+    }
+  }
+
+  /** The signed snapshot of a scan with the given ownership. */
+  private assemble(scan: Scan, ownership: DomainOwnership): TrustSnapshot {
+    const base = (this.deps.config.PUBLIC_BASE_URL ?? '').replace(/\/+$/, '');
+    const domain = scan.domain;
+    const unsigned = {
+      snapshot_version: SNAPSHOT_VERSION,
+      spec_version: SPEC_VERSION,
+      domain,
+      generated_at: this.now().toISOString(),
+      profile_ref: { profile_version: PROFILE_VERSION, profile_hash: PROFILE_HASH, endpoint: `${base}/rules` },
+      evidence_root: { assertion_count: scan.evidenceHashes.length, evidence_hashes: scan.evidenceHashes, merkle_root: scan.merkleRoot, computed_at: scan.computedAt },
+      score_summary: scan.score,
+      rule_results: scan.ruleResults,
+      domain_ownership: ownership,
+      _links: {
+        self: { href: `/api/trust/${domain}` },
+        rules: { href: '/rules' },
+        challenge: { href: `/api/trust/${domain}/challenge` },
+        attest: { href: `/api/trust/${domain}/attest`, method: 'POST' as const },
+        signature_directory: { href: '/.well-known/http-message-signatures-directory' },
+      },
+    };
+    const hash = snapshotHash(unsigned);
+    return {
+      ...unsigned,
+      integrity: { snapshot_hash: hash, signature_algorithm: SIGNATURE_ALGORITHM, signature: this.signer.signHash(hash), public_key: this.signer.publicKeyHex, key_id: this.signer.keyId },
+    };
+  }
+}
+
+const SERVICES = new WeakMap<AppContext, TrustSnapshots>();
+
+/** The snapshot service of an app (one per AppContext: one cache, one signing key). */
+export function trustSnapshotsFor(ctx: AppContext): TrustSnapshots {
+  let service = SERVICES.get(ctx);
+  if (!service) SERVICES.set(ctx, (service = new TrustSnapshots({ config: ctx.config, ...(ctx.sql ? { sql: ctx.sql } : {}) })));
+  return service;
+}
+
+/** For attest (issue 11 part 2): the current snapshot of a domain, exactly as GET /api/trust/{domain} serves it. */
+export function snapshotFor(ctx: AppContext, domain: string, opts: { fresh?: boolean } = {}): Promise<TrustSnapshot> {
+  return trustSnapshotsFor(ctx).snapshotFor(domain, opts);
+}
