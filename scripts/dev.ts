@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes, createHash } from 'node:crypto';
+import { randomBytes, createHash, generateKeyPairSync } from 'node:crypto';
 import { loadConfig } from '../config/index.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { resolvePostgres } from './lib/postgres.js';
@@ -38,12 +38,21 @@ let evmInfo: Record<string, unknown> | undefined;
 const log = (name: string) => (line: string) => console.log(`[${name}] ${line}`);
 
 /** Local-only secrets kept in .data/dev-secrets.json so restarts keep them (never used in production). */
-function devSecrets(): { adminToken: string; payloadCodecKey: string } {
+function devSecrets(): { adminToken: string; payloadCodecKey: string; trustSigningKey: string; trustSigningKeyId: string } {
   const file = path.join(DATA, 'dev-secrets.json');
-  if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8'));
-  const secrets = { adminToken: randomBytes(24).toString('base64url'), payloadCodecKey: randomBytes(32).toString('hex') };
-  fs.mkdirSync(DATA, { recursive: true });
-  fs.writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  const existing = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+  // Secrets added later (the trust snapshot key) are generated into an existing file too.
+  const secrets = {
+    adminToken: randomBytes(24).toString('base64url'),
+    payloadCodecKey: randomBytes(32).toString('hex'),
+    trustSigningKey: generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex'),
+    trustSigningKeyId: `dev-trust-${randomBytes(4).toString('hex')}`,
+    ...existing,
+  };
+  if (Object.keys(secrets).length !== Object.keys(existing).length) {
+    fs.mkdirSync(DATA, { recursive: true });
+    fs.writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  }
   return secrets;
 }
 
@@ -179,6 +188,8 @@ try {
   const env: Record<string, string> = {
     ADMIN_TOKEN_SHA256: createHash('sha256').update(secrets.adminToken).digest('hex'),
     PAYLOAD_CODEC_KEY: secrets.payloadCodecKey,
+    TRUST_SIGNING_KEY: secrets.trustSigningKey,
+    TRUST_SIGNING_KEY_ID: secrets.trustSigningKeyId,
     NODE_ENV: 'development',
   };
   const urls: Record<string, string> = {};
