@@ -21,7 +21,7 @@ import { hasAdminToken, refuseNonAdmin } from '../plugins/adminAuth.js';
 import { errorResponses } from '../schemas/common.js';
 
 const jsonPayload = z.object({ metadata: z.record(z.string(), z.string()).optional(), data: z.string().optional() });
-const body = z.object({ payloads: z.array(jsonPayload) });
+const body = z.object({ payloads: z.array(jsonPayload).max(10_000) });
 
 const toPayload = (p: z.infer<typeof jsonPayload>): Payload => ({
   metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),

@@ -5,15 +5,21 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../api/app.js';
 import { testConfig } from '../support/app.js';
 
+/** A log stream that keeps every line in memory. */
+function captureLog() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { lines, stream };
+}
+
 describe('logging', () => {
   it('logs requests at debug level without authorization, signatures or private keys', async () => {
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
+    const { lines, stream } = captureLog();
     const app = await buildApp(
       { config: testConfig({ LOG_LEVEL: 'trace', PAYLOAD_CODEC_KEY: randomBytes(32).toString('hex') }) },
       { logger: { stream } },
@@ -37,13 +43,7 @@ describe('logging', () => {
   });
 
   it('censors secret-named keys at any depth in logged bodies and errors', async () => {
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
+    const { lines, stream } = captureLog();
     const app = await buildApp({ config: testConfig({ LOG_LEVEL: 'trace' }) }, { logger: { stream } });
     const secret = `deep-${randomBytes(8).toString('hex')}`;
     app.post('/__test/deep', async (req) => {
