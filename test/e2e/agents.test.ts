@@ -128,6 +128,12 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     ]);
     const audit = (await mirror.getJoinedTopicMessages(deployment.topics.audit)).messages.map((m) => JSON.parse(m.text()));
     expect(audit).toContainEqual({ v: 1, type: 'agent.registered', did: agent.did, tokenId: p.tokenId, serial: p.serialNumber, tier: 'bronze', timestamp: r.body.timestamp });
+    // and the passport's audit trail shows it
+    const trail = await eventually(
+      () => getJson(ps, `/audit/${p.tokenId}/${p.serialNumber}`),
+      (x) => (x.body.events as { type: string }[] | undefined)?.some((e) => e.type === 'agent.registered') ?? false,
+    );
+    expect(trail.body.events).toContainEqual(expect.objectContaining({ type: 'agent.registered', did: agent.did, tokenId: p.tokenId, serial: p.serialNumber }));
     await recordFixture(ps, ps.workflowId(`agent:${agent.did}`), 'agentRegistration');
   });
 

@@ -177,10 +177,17 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
 
   /** Starts the registration workflow (the Temporal UI shows who registers what) and answers its outcome. */
   const runRegistration = async (reply: FastifyReply, did: string, workflowId: string, input: AgentRegistrationInput) => {
-    const handle = await startOrAttach(ctx, 'agentRegistration', workflowId, input, {
-      staticSummary: `Register agent "${input.name}" (${did})`,
-      staticDetails: `${input.tier} passport ${input.tokenId}/${input.serial}; capabilities ${input.capabilities.join(', ')}; endpoint ${input.endpoint}`,
-    });
+    let handle;
+    try {
+      handle = await startOrAttach(ctx, 'agentRegistration', workflowId, input, {
+        staticSummary: `Register agent "${input.name}" (${did})`,
+        staticDetails: `${input.tier} passport ${input.tokenId}/${input.serial}; capabilities ${input.capabilities.join(', ')}; endpoint ${input.endpoint}`,
+      });
+    } catch (err) {
+      // nothing started: free the DID and name at once so a retry is not held up by the claim
+      await releaseAgentClaim(sql, did).catch(() => undefined);
+      throw err;
+    }
     let r;
     try {
       r = await waitForResult<AgentRegistrationResult>(handle, state.workflowWaitMs);
