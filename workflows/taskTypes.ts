@@ -42,7 +42,15 @@ export interface TaskLifecycleInput {
   /** the escrow account, the treasury (fee) and the marketplace topic are read from the deployment by the activities */
   timings?: TaskTimings;
   /** carried over by continue-as-new: the state and the step counter */
-  carried?: { task: TaskRecord; seq: number; renewals: number; scheduleExpiresAt: string | null };
+  carried?: {
+    task: TaskRecord;
+    seq: number;
+    renewals: number;
+    scheduleExpiresAt: string | null;
+    topUpExpiresAt?: string | null;
+    topUpRenewals?: number;
+    ops?: number;
+  };
 }
 
 // ------------------------------------------------------------------ Update arguments
