@@ -7,7 +7,10 @@ import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
+import { AccountId, NftId, TokenId, TransferTransaction } from '@hashgraph/sdk';
 import { createSql, type Sql } from '../../db/client.js';
+import { createLedgerClient } from '../../ledger/client.js';
+import { freezeAccount } from '../../ledger/operations.js';
 import { parseDirectoryMessage } from '../../domain/directory.js';
 import { buildTestApp } from '../support/app.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
@@ -194,6 +197,27 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     expect([otherDid.status, otherDid.body.code]).toEqual([403, 'auth_did_mismatch']);
     const badBody = await register('a', agents[3], { did: agents[3].did, name: 'x', capabilities: ['api_call'], endpoint: 'ftp://x.example.com', extra: 1 });
     expect([badBody.status, badBody.body.code]).toEqual([400, 'invalid_request']);
+  });
+
+  it('403 passport_not_owned when the ledger shows the passport in another account', async () => {
+    // agent 5 buys a passport; the service unfreezes it and agent 5 moves the NFT to agent 4 on the
+    // ledger: the projection still names agent 5, the ledger's holder is agent 4.
+    const mover = agents[5];
+    const bought = await paidPost(ps, mover, '/passport/request', { tier: 'bronze' });
+    expect(bought.status, JSON.stringify(bought.body)).toBe(200);
+    const { tokenId, serialNumber } = bought.body as { tokenId: string; serialNumber: number };
+    await freezeAccount(ps.stack.ledger.client, { tokenId, accountId: mover.accountId, frozen: false });
+    const client = createLedgerClient({ network: 'local', node: ps.stack.localnet.config.node, operator: { accountId: mover.accountId, privateKey: mover.privateKey } });
+    try {
+      const tx = new TransferTransaction().addNftTransfer(new NftId(TokenId.fromString(tokenId), serialNumber), AccountId.fromString(mover.accountId), AccountId.fromString(agents[4].accountId));
+      const receipt = await (await (await tx.freezeWith(client).signWithOperator(client)).execute(client)).getReceipt(client);
+      expect(receipt.status.toString()).toBe('SUCCESS');
+    } finally {
+      client.close();
+    }
+    await eventually(() => ps.stack.ledger.mirror.getNftHolder(tokenId, serialNumber), (h) => h === agents[4].accountId);
+    const r = await register('a', mover, { did: mover.did, name: 'Mover', capabilities: ['api_call'], endpoint: 'https://m.example.com' });
+    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([403, 'passport_not_owned']);
   });
 
   it('a pending claim holds its name while young; one whose workflow never ran is released after a minute', async () => {
