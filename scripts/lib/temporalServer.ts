@@ -33,9 +33,22 @@ export function devLauncherTemporalOptions(env: { apiPort: number; temporalPort?
   };
 }
 
+/**
+ * Custom search attributes the workflows upsert (DESIGN.md section 10 "Marketplace"): registered at
+ * start so operators filter task lifecycles in the Web UI (an unregistered one fails the workflow task).
+ */
+export const SEARCH_ATTRIBUTES: Record<string, 'Keyword' | 'Double'> = {
+  TaskStatus: 'Keyword',
+  EscrowStatus: 'Keyword',
+  PosterDid: 'Keyword',
+  ClaimerDid: 'Keyword',
+  PriceHbar: 'Double',
+};
+
 /** Arguments of `temporal server start-dev` (checked against CLI v1.5.1's --help). */
 export function temporalDevServerArgs(opts: TemporalDevServerOptions): string[] {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--log-level', 'warn', '--namespace', 'default'];
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort), '--ui-ip', '127.0.0.1');
   else args.push('--headless');
   if (opts.dbFile) args.push('--db-filename', opts.dbFile);
@@ -50,7 +63,10 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   if (cli === SDK_DOWNLOAD) {
     const { TestWorkflowEnvironment } = await import('@temporalio/testing');
     const env = await TestWorkflowEnvironment.createLocal({
-      server: { ip: '127.0.0.1', port: opts.port, ui: opts.uiPort !== undefined, uiPort: opts.uiPort, dbFilename: opts.dbFile },
+      server: {
+        ip: '127.0.0.1', port: opts.port, ui: opts.uiPort !== undefined, uiPort: opts.uiPort, dbFilename: opts.dbFile,
+        extraArgs: Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+      },
     });
     return { address, uiUrl: opts.uiPort ? `http://localhost:${opts.uiPort}` : undefined, stop: () => env.teardown() };
   }
