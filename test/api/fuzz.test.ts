@@ -5,7 +5,7 @@
  * 503 service_unavailable (a dependency deliberately absent here: no EVM node, no worker); every
  * error body is { error, code, retryable?, hint? } with a catalog code.
  *
- * Bounded for `npm test` (FUZZ_RUNS, default 12 per operation); `npm run fuzz` runs a long version.
+ * Bounded for `npm test` (FUZZ_RUNS, default 8 per operation); `npm run fuzz` runs a long version.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -19,7 +19,7 @@ import { lazyTemporalClient } from '../../temporal/client.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { passportStateFor } from '../../api/passportState.js';
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 /** A request still unanswered after this long counts as a failure (the API must never hang). */
 const REQUEST_LIMIT_MS = 30_000;

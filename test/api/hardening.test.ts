@@ -11,6 +11,12 @@ import { buildTestApp } from '../support/app.js';
 import { isCatalogCode } from '../../domain/errors.js';
 import { ECHO_MAX_CHARS } from '../../api/errors.js';
 
+/** A fetch response's JSON body. */
+async function jsonOf(res: Response): Promise<Record<string, any>> {
+  return (await res.json()) as Record<string, any>;
+}
+
+
 function expectErrorBody(body: Record<string, unknown>, code: string) {
   expect(body.code).toBe(code);
   expect(typeof body.error).toBe('string');
@@ -75,7 +81,7 @@ describe('issue 8 hardening (no ledger)', () => {
     const before = Math.floor(Date.now() / 1000);
     const notFound = await fetch(`${base}/no/such/route`);
     expect(notFound.status).toBe(404);
-    expectErrorBody(await notFound.json(), 'route_not_found');
+    expectErrorBody(await jsonOf(notFound), 'route_not_found');
     expect(notFound.headers.get('x-ratelimit-limit')).toBe('4');
     expect(notFound.headers.get('x-ratelimit-remaining')).toBe('3');
     const reset = Number(notFound.headers.get('x-ratelimit-reset'));
@@ -90,7 +96,7 @@ describe('issue 8 hardening (no ledger)', () => {
     await fetch(`${base}/catalog`);
     const over = await fetch(`${base}/catalog`, { method: 'OPTIONS', headers: { origin: 'https://agent.example', 'access-control-request-method': 'GET' } });
     expect(over.status).toBe(429);
-    expectErrorBody(await over.json(), 'rate_limit_exceeded');
+    expectErrorBody(await jsonOf(over), 'rate_limit_exceeded');
     // The 429 still carries CORS headers, so a browser client can read it.
     expect(over.headers.get('access-control-allow-origin')).toBeTruthy();
     const over404 = await fetch(`${base}/no/such/route`);

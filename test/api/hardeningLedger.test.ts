@@ -22,6 +22,12 @@ import { SERVICE_ERRORS, SPEC_ERRORS, isCatalogCode } from '../../domain/errors.
 import { lazyTemporalClient } from '../../temporal/client.js';
 import { testConfig } from '../support/app.js';
 
+/** A fetch response's JSON body. */
+async function jsonOf(res: Response): Promise<Record<string, any>> {
+  return (await res.json()) as Record<string, any>;
+}
+
+
 /** A port nothing listens on: the mirror "outage". */
 async function closedPort(): Promise<number> {
   const srv = createServer();
@@ -73,7 +79,7 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
   it.each(['/passport/address/%25', '/did/%25', '/passport/address/%2525', '/did/did%3Ahedera%3Alocal%3A%25'])('GET %s answers 400 invalid_request, not 500', async (path) => {
     const res = await fetch(`${base}${path}`);
     expect(res.status).toBe(400);
-    const body = await res.json();
+    const body = await jsonOf(res);
     expect(body.code).toBe('invalid_request');
     expect(isCatalogCode(body.code)).toBe(true);
   });
@@ -82,12 +88,12 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
     const raw = await fetch(`${base}/did/${agent.did}`);
     const encoded = await fetch(`${base}/did/${encodeURIComponent(agent.did)}`);
     expect(encoded.status).toBe(raw.status);
-    expect((await encoded.json()).code).toBe((await raw.json()).code);
+    expect((await jsonOf(encoded)).code).toBe((await jsonOf(raw)).code);
   });
 
   it('the challenge is one line of printable ASCII that travels raw in a header', async () => {
     const res = await fetch(`${base}/auth/challenge?did=${agent.did}`);
-    const { challenge } = await res.json();
+    const { challenge } = await jsonOf(res);
     expect(challenge).toMatch(PRINTABLE_ASCII_LINE);
     expect(challenge).not.toContain('\n');
     expect(challenge).toContain(agent.did);
@@ -96,7 +102,7 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
   });
 
   it('a percent-encoded challenge is still accepted', async () => {
-    const { challenge } = await (await fetch(`${base}/auth/challenge?did=${agent.did}`)).json();
+    const { challenge } = await jsonOf(await fetch(`${base}/auth/challenge?did=${agent.did}`));
     const res = await whoami({ 'x-service-did': agent.did, 'x-service-challenge': encodeURIComponent(challenge), 'x-service-signature': signChallenge(agent, challenge) });
     expect(res.status).toBe(200);
   });
@@ -105,14 +111,14 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
     const headers = await signedHeaders(app, agent);
     const bad = await whoami({ ...headers, 'x-service-signature': signChallenge(other, headers['x-service-challenge']) });
     expect(bad.status).toBe(401);
-    expect((await bad.json()).code).toBe('auth_signature_invalid');
+    expect((await jsonOf(bad)).code).toBe('auth_signature_invalid');
     const garbage = await whoami({ ...headers, 'x-service-signature': 'zz' });
-    expect((await garbage.json()).code).toBe('auth_signature_invalid');
+    expect((await jsonOf(garbage)).code).toBe('auth_signature_invalid');
     const ok = await whoami(headers);
     expect(ok.status).toBe(200);
     const replay = await whoami(headers);
     expect(replay.status).toBe(401);
-    expect((await replay.json()).code).toBe('auth_challenge_expired');
+    expect((await jsonOf(replay)).code).toBe('auth_challenge_expired');
   });
 
   it('two concurrent requests with one challenge: exactly one is served', async () => {
@@ -142,7 +148,7 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
   it('over-long signature headers answer 400 in the error schema', async () => {
     const res = await whoami({ 'x-service-did': `did:hedera:local:${'1'.repeat(500)}`, 'x-service-challenge': 'x', 'x-service-signature': 'ab' });
     expect(res.status).toBe(400);
-    expect((await res.json()).code).toBe('invalid_request');
+    expect((await jsonOf(res)).code).toBe('invalid_request');
   });
 
   it('expired challenges are deleted on a schedule; live ones stay', async () => {

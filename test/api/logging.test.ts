@@ -53,7 +53,7 @@ describe('logging', () => {
       });
       err.cause = { request: { payload: { api_key: `${secret}-cause` } } };
       req.log.error({ err }, 'failed');
-      req.log.warn([{ level1: { level2: { level3: { adminToken: `${secret}-array` } } } }] as never, 'array');
+      req.log.warn({ list: [{ level1: { level2: { level3: { adminToken: `${secret}-array` } } } }] }, 'array');
       return { ok: true };
     });
     await app.inject({
