@@ -128,7 +128,10 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     redis: ctx.redis,
     exempt: (request) => {
       const url = request.routeOptions.url;
-      return url !== undefined && (PROBE_ROUTES.has(url) || (url.startsWith('/codec/') && codecTrusts(ctx.config, request)));
+      if (url !== undefined && PROBE_ROUTES.has(url)) return true;
+      // The codec's own routes, and the browser's preflights for them (routed to CORS's OPTIONS *).
+      const codec = url?.startsWith('/codec/') || (request.method === 'OPTIONS' && request.url.startsWith('/codec/'));
+      return Boolean(codec) && codecTrusts(ctx.config, request);
     },
   });
   await app.register(openapiPlugin, { publicBaseUrl: ctx.config.PUBLIC_BASE_URL });

@@ -227,9 +227,18 @@ describe('issue 8 hardening (no ledger)', () => {
       expect(statuses).toEqual([403, 403, 403, 429]);
     });
 
-    it('in development, the loopback UI is not rate-limited on the codec either', async () => {
+    it('in development, the loopback UI is not rate-limited on the codec either, preflights included', async () => {
       const app = await build({ NODE_ENV: 'development', PAYLOAD_CODEC_KEY: codecKey, RATE_LIMIT_MAX: '2' });
-      for (let i = 0; i < 6; i++) expect((await decode(app, { remoteAddress: '127.0.0.1' })).statusCode).toBe(200);
+      const preflight = { origin: 'http://localhost:8233', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' };
+      for (let i = 0; i < 6; i++) {
+        const pre = await app.inject({ method: 'OPTIONS', url: '/codec/decode', remoteAddress: '127.0.0.1', headers: preflight });
+        expect(pre.statusCode).toBeLessThan(300);
+        expect((await decode(app, { remoteAddress: '127.0.0.1' })).statusCode).toBe(200);
+      }
+      // Other routes still count.
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await app.inject({ url: '/catalog', remoteAddress: '127.0.0.1' })).statusCode);
+      expect(statuses).toEqual([200, 200, 429]);
     });
   });
 
