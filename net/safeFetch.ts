@@ -77,8 +77,13 @@ export function isPublicAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return false;
   const parsed = ipaddr.parse(address);
   // IPv4-mapped IPv6 (::ffff:a.b.c.d) is refused outright, whatever the IPv4 inside.
-  return parsed.range() === 'unicast';
+  if (parsed.range() !== 'unicast') return false;
+  // IPv6: global unicast 2000::/3 only. ipaddr.js calls the rest of ::/8 (the deprecated
+  // IPv4-compatible ::a.b.c.d, e.g. ::127.0.0.1) and the old site-local fec0::/10 "unicast".
+  return parsed.kind() === 'ipv4' || parsed.match(GLOBAL_UNICAST_V6);
 }
+
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
 async function defaultLookup(host: string): Promise<{ address: string; family: number }[]> {
   return dns.promises.lookup(host, { all: true, verbatim: true });

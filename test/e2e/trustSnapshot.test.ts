@@ -56,7 +56,7 @@ const sha256 = (data: string | Buffer) => createHash('sha256').update(data).dige
 
 /** The Merkle convention of /rules, written again here: sha256(left || right) over raw bytes, odd node promoted. */
 function merkle(leaves: string[]): string {
-  let level = leaves.map((h) => Buffer.from(h, 'hex'));
+  let level: Buffer[] = leaves.map((h) => Buffer.from(h, 'hex'));
   while (level.length > 1) {
     const next: Buffer[] = [];
     for (let i = 0; i < level.length; i += 2) next.push(i + 1 < level.length ? createHash('sha256').update(Buffer.concat([level[i]!, level[i + 1]!])).digest() : level[i]!);

@@ -99,7 +99,7 @@ describe('rule catalog', () => {
       expect(r.weight).toBeGreaterThan(0);
       expect(PROBES[r.probe]).toBeDefined();
     });
-    const fetched = new Set(TRUST_RULES.map((r) => PROBES[r.probe].path));
+    const fetched = new Set<string>(TRUST_RULES.map((r) => PROBES[r.probe].path));
     for (const path of ['/.well-known/agent-card.json', '/robots.txt', '/llms.txt', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/api-catalog', '/.well-known/security.txt', '/.well-known/http-message-signatures-directory', '/.well-known/x402.json', '/openapi.json', '/.well-known/mcp/server-card.json', '/']) {
       expect(fetched.has(path)).toBe(true);
     }
