@@ -39,6 +39,8 @@ describe('config', () => {
       HEDERA_OPERATOR_KEY: 'c'.repeat(64),
       HEDERA_MIRROR_URL: 'https://testnet.mirrornode.hedera.com/api/v1',
       FACILITATOR_URL: 'https://facilitator.example',
+      TRUST_SIGNING_KEY: '302e020100300506032b6570042204209d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
+      TRUST_SIGNING_KEY_ID: 'trust-1',
     };
 
     const problemsOf = (env: Record<string, string>, role: 'api' | 'worker' = 'api') => {
