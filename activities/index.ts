@@ -19,6 +19,7 @@ import { createEvmActivities } from './evm/index.js';
 import { createMarketLedgerActivities } from './ledger/market.js';
 import { createTaskDbActivities } from './db/tasks.js';
 import { createDomainOwnershipActivities } from './web/domainOwnership.js';
+import { createRegistryActivities } from './ledger/registry.js';
 import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
 
 export interface LedgerActivityDeps {
@@ -45,6 +46,8 @@ export function createActivities(deps: ActivityDeps) {
     ...(ledger ? { ...createA2aLedgerActivities({ sql, ledger }), ...createA2aDbActivities({ sql, ledger }) } : {}),
     // marketplace tasks: escrow schedules, payouts, topic messages and the projection, only with a ledger deployment
     ...(ledger ? { ...createMarketLedgerActivities({ sql, ledger }), ...createTaskDbActivities({ sql }) } : {}),
+    // sponsored registry registrations: the directory record paid by the operator, only with a ledger deployment
+    ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
     // domain ownership challenges: DNS TXT and well-known checks (issue 11)

@@ -36,6 +36,11 @@ import { PROBE_ROUTES } from './plugins/rateLimit.js';
 import { codecTrusts } from './routes/codec.js';
 import { redactDeep } from './logRedaction.js';
 import { ApiError } from './errors.js';
+import registryRoutes from './routes/registry/index.js';
+import oauthRoutes from './routes/oauth.js';
+import discoveryRoutes from './routes/discovery.js';
+import { registryClientsFor } from './routes/registry/clients.js';
+import { publicBase } from './passportViews.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -54,6 +59,8 @@ export const REDACT_PATHS = [
   '*.posterPrivateKey',
   '*.claimerPrivateKey',
   '*.api_key',
+  '*.client_secret',
+  '*.access_token',
   '*.adminToken',
 ];
 
@@ -122,10 +129,17 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
 
   await app.register(errorHandler, { bodyLimit: BODY_LIMIT_BYTES });
   await app.register(securityPlugin, { corsOrigins: ctx.config.CORS_ORIGINS });
+  // registry keys and their OAuth tokens (issue 12): who a Bearer credential names, for the keyed rate limit and /api/v1/agents/me
+  const registryClients = ctx.sql ? registryClientsFor(app, { sql: ctx.sql, config: ctx.config, issuerOf: (request) => publicBase(ctx, request) }) : undefined;
   await app.register(rateLimitPlugin, {
     max: ctx.config.RATE_LIMIT_MAX,
     timeWindowMs: ctx.config.RATE_LIMIT_WINDOW_MS,
     redis: ctx.redis,
+    keyed: registryClients && {
+      max: ctx.config.REGISTRY_KEY_RATE_LIMIT_MAX,
+      timeWindowMs: ctx.config.REGISTRY_KEY_RATE_LIMIT_WINDOW_MS,
+      identify: async (request) => (await registryClients.identify(request))?.id ?? null,
+    },
     exempt: (request) => {
       const url = request.routeOptions.url;
       if (url !== undefined && PROBE_ROUTES.has(url)) return true;
@@ -172,6 +186,12 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   await app.register(trustSnapshotRoutes, { ctx });
   await app.register(rulesRoutes);
   await app.register(wellKnownRoutes, { ctx });
+  // registry keys, OAuth client credentials and the discovery documents (issue 12 part 1)
+  if (registryClients) {
+    await app.register(registryRoutes, { ctx, clients: registryClients });
+    await app.register(oauthRoutes, { ctx, clients: registryClients });
+  }
+  await app.register(discoveryRoutes, { ctx });
 
   return app;
 }

@@ -27,4 +27,6 @@ export interface AppContext {
   temporal?: () => Promise<TemporalClient>;
   redis?: Redis;
   ledger?: LedgerContext;
+  /** The clock of routes that count by time (registry caps, sponsored budget day); tests inject one. Default: new Date() */
+  now?: () => Date;
 }

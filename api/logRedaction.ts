@@ -10,7 +10,7 @@ export const CENSOR = '[redacted]';
 
 /** Key names whose values are secrets, whatever the casing or separator. */
 const SECRET_KEY =
-  /^(authorization|proxy-authorization|cookie|set-cookie|x-service-signature|payment-signature|x-payment|x-api-key)$|private_?key|api_?key|admin_?token|operator_?key|codec_?key|password|passphrase|secret|mnemonic/i;
+  /^(authorization|proxy-authorization|cookie|set-cookie|x-service-signature|payment-signature|x-payment|x-api-key)$|private_?key|api_?key|admin_?token|operator_?key|codec_?key|access_?token|password|passphrase|secret|mnemonic/i;
 
 const MAX_DEPTH = 32;
 

@@ -82,6 +82,15 @@ export const configSchema = z.object({
   // Registry keys
   REGISTER_DAILY_CAP_PER_IP: z.coerce.number().int().positive().default(5),
   SPONSORED_DAILY_BUDGET: z.coerce.number().int().min(0).default(100),
+  /** the keyed free tier: requests per window counted against a valid registry key (or its OAuth token) instead of the IP */
+  REGISTRY_KEY_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(300),
+  REGISTRY_KEY_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
+  /** Ed25519 private key signing the OAuth access tokens (PKCS#8 PEM or DER hex); without it each process generates one. A secret */
+  OAUTH_SIGNING_KEY: z.string().refine(isEd25519PrivateKey, 'must be an Ed25519 private key (PKCS#8 PEM or PKCS#8 DER hex)').optional(),
+  /** kid of OAUTH_SIGNING_KEY in the tokens and the jwks_uri document */
+  OAUTH_SIGNING_KEY_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 . _ : -').optional(),
+  /** lifetime of an access token from POST /oauth/token, seconds */
+  OAUTH_TOKEN_TTL_S: z.coerce.number().int().min(30).max(86_400).default(600),
 
   // Outbound fetches of client URLs (net/safeFetch.ts): true lifts the public-address rule (tests only)
   TRUST_ALLOW_PRIVATE: bool.default(false),

@@ -31,6 +31,8 @@ export const CHANNELS = {
   chainEvents: 'chain_events_changed',
   /** payload the audit topic id: audit events projected */
   audit: 'audit_changed',
+  /** payload the registry key id (uuid): key registered, revoked or its directory record written (trigger of migration 0012) */
+  registryKey: 'registry_key_changed',
 } as const;
 
 export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];

@@ -52,6 +52,8 @@ const NONE: string[] = [];
 /** Trust snapshot and rule catalog routes (issue 11 part 1). */
 const TRUST_SNAPSHOT = '/api/trust/:domain';
 const RULE = '/rules/:id';
+/** Registry keys (issue 12 part 1); a Bearer registry key or access token is checked on every route (keyed rate limit). */
+const REGISTRY_REGISTER = '/api/v1/agents/register';
 
 export const SPEC_ERRORS = [
   { code: 'policy_refusal', http_status: 409, agent_impact: 'The request was refused by policy before any work was done.', hint_template: 'Choose another subject or workflow; {reason}', affected_routes: NONE, recovery_action: 'choose_alternative', charge: 'never' },
@@ -66,7 +68,7 @@ export const SPEC_ERRORS = [
   { code: 'passport_tier_invalid', http_status: 400, agent_impact: 'The tier does not exist.', hint_template: 'Use one of bronze, silver, gold, platinum (GET /catalog)', affected_routes: [REQUEST, UPGRADE], recovery_action: 'change_request' },
   { code: 'passport_upgrade_not_eligible', http_status: 400, agent_impact: 'The tier move is not allowed.', hint_template: 'Choose a tier above {currentTier}', affected_routes: [UPGRADE], recovery_action: 'change_request' },
   { code: 'agent_already_registered', http_status: 409, agent_impact: 'The DID or name is already registered.', hint_template: 'Use another name or update the existing entry for {did}', affected_routes: NONE, recovery_action: 'choose_alternative' },
-  { code: 'agent_not_found', http_status: 404, agent_impact: 'No agent matches.', hint_template: 'Check the DID or filters (name, capability, skill)', affected_routes: ['/api/agent/:did/card'], recovery_action: 'change_request' },
+  { code: 'agent_not_found', http_status: 404, agent_impact: 'No agent matches.', hint_template: 'Check the DID or filters (name, capability, skill)', affected_routes: ['/api/agent/:did/card', '/.well-known/webfinger'], recovery_action: 'change_request' },
   { code: 'agent_capability_invalid', http_status: 400, agent_impact: 'A capability is outside the valid set.', hint_template: 'Use capabilities from api_call, payment, data_provide, data_consume, orchestration', affected_routes: NONE, recovery_action: 'change_request' },
   { code: 'auth_challenge_expired', http_status: 401, agent_impact: 'The challenge expired or was already used.', hint_template: 'Fetch a new challenge from GET /auth/challenge?did={did} and sign it', affected_routes: SIGNED, recovery_action: 'retry_immediately' },
   { code: 'auth_signature_invalid', http_status: 401, agent_impact: 'The signature check failed.', hint_template: 'Sign the exact challenge string with the key of {did}', affected_routes: SIGNED, recovery_action: 'change_request' },
@@ -77,10 +79,10 @@ export const SPEC_ERRORS = [
   { code: 'market_task_not_claimed_by_agent', http_status: 403, agent_impact: 'The task is not claimed by this agent.', hint_template: 'Only the claimer of {taskId} may do this', affected_routes: NONE, recovery_action: 'change_request' },
   { code: 'a2a_recipient_not_found', http_status: 404, agent_impact: 'The recipient DID is missing or has no inbox.', hint_template: 'Check the recipient {to} (GET /agents/{to})', affected_routes: A2A_SEND, recovery_action: 'change_request' },
   { code: 'a2a_message_too_large', http_status: 413, agent_impact: 'The payload is over the maximum (256 KB).', hint_template: 'Send at most 256 KB; store larger payloads elsewhere and send a link', affected_routes: A2A_SEND, recovery_action: 'change_request' },
-  { code: 'agent_key_invalid', http_status: 401, agent_impact: 'The Bearer key is missing or malformed.', hint_template: 'Send Authorization: Bearer apk_<key> as issued by POST /api/v1/agents/register', affected_routes: NONE, recovery_action: 'change_request' },
-  { code: 'agent_key_revoked', http_status: 401, agent_impact: 'The key was revoked.', hint_template: 'Register again with POST /api/v1/agents/register', affected_routes: NONE, recovery_action: 'choose_alternative' },
-  { code: 'register_rate_limited', http_status: 429, agent_impact: 'The daily per-IP registration cap is exceeded (24 h window).', hint_template: 'Retry after {resetAt}', affected_routes: NONE, recovery_action: 'wait_and_retry' },
-  { code: 'sponsored_quota_exceeded', http_status: 429, agent_impact: 'The daily sponsored-mint budget is used up; it resets at the UTC day change.', hint_template: 'Retry after {resetAt} or register without owner', affected_routes: NONE, recovery_action: 'wait_and_retry' },
+  { code: 'agent_key_invalid', http_status: 401, agent_impact: 'The Bearer key is missing or malformed.', hint_template: 'Send Authorization: Bearer apk_<key> as issued by POST /api/v1/agents/register', affected_routes: ALL, recovery_action: 'change_request' },
+  { code: 'agent_key_revoked', http_status: 401, agent_impact: 'The key was revoked.', hint_template: 'Register again with POST /api/v1/agents/register', affected_routes: ALL, recovery_action: 'choose_alternative' },
+  { code: 'register_rate_limited', http_status: 429, agent_impact: 'The daily per-IP registration cap is exceeded (24 h window).', hint_template: 'Retry after {resetAt}', affected_routes: [REGISTRY_REGISTER], recovery_action: 'wait_and_retry' },
+  { code: 'sponsored_quota_exceeded', http_status: 429, agent_impact: 'The daily sponsored-mint budget is used up; it resets at the UTC day change.', hint_template: 'Retry after {resetAt} or register without owner', affected_routes: [REGISTRY_REGISTER], recovery_action: 'wait_and_retry' },
   { code: 'rate_limit_exceeded', http_status: 429, agent_impact: 'Over 60 requests per minute from this IP.', hint_template: 'Wait until X-RateLimit-Reset ({resetAt}) and retry', affected_routes: ALL, recovery_action: 'wait_and_retry' },
   { code: 'internal_server_error', http_status: 500, agent_impact: 'An unexpected error occurred.', hint_template: 'Retry; quote request id {requestId} if it persists', affected_routes: ALL, recovery_action: 'retry_immediately' },
   { code: 'service_unavailable', http_status: 503, agent_impact: 'Maintenance or ledger network trouble.', hint_template: 'Retry after 30 seconds', affected_routes: ALL, recovery_action: 'wait_and_retry' },

@@ -13,3 +13,4 @@ export * from './agentRegistration.js';
 export * from './directoryRebuild.js';
 export * from './domainOwnership.js';
 export * from './taskLifecycle.js';
+export * from './sponsoredRegistration.js';

@@ -1,0 +1,302 @@
+// Registry keys against real PostgreSQL and the Temporal dev server (SPEC 2, 3, 4.6; DESIGN.md 10):
+// the key format, only the sha256 in the table, me and revoke, every 401 code, the per-IP cap and the
+// sponsored budget under 20 concurrent requests, the UTC reset with an injected clock, the keyed rate
+// limit (the key's own window), and a revoke reaching a second API instance through NOTIFY.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createSql, type Sql } from '../../db/client.js';
+import { sponsoredUsed } from '../../db/queries/registryKeys.js';
+import { buildTestApp } from '../support/app.js';
+import { connectTestTemporal, type TestTemporal } from '../support/temporal.js';
+
+interface Res {
+  status: number;
+  headers: Record<string, unknown>;
+  body: Record<string, any>;
+}
+
+let ipCounter = 0;
+/** A fresh client address per call site (every test its own per-IP budget). */
+function freshIp(): string {
+  ipCounter++;
+  return `198.51.${Math.floor(ipCounter / 250) + (process.pid % 200)}.${(ipCounter % 250) + 1}`;
+}
+
+async function call(app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url: string, opts: { ip?: string; key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Res> {
+  const res = await app.inject({
+    method,
+    url,
+    remoteAddress: opts.ip ?? '203.0.113.10',
+    headers: { ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...(opts.headers ?? {}) },
+    ...(opts.body !== undefined ? { payload: opts.body as object } : {}),
+  });
+  return { status: res.statusCode, headers: res.headers, body: res.body ? res.json() : {} };
+}
+
+const register = (app: FastifyInstance, body: Record<string, unknown>, ip = freshIp()) => call(app, 'POST', '/api/v1/agents/register', { ip, body });
+
+async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (check(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('registry keys (PostgreSQL, Temporal)', () => {
+  let sql: Sql;
+  let t: TestTemporal;
+  let clock = new Date('2031-03-14T12:00:00.000Z');
+  let app: FastifyInstance;
+  const owner = 'did:hedera:local:0.0.4521';
+
+  beforeAll(async () => {
+    sql = createSql(inject('databaseUrl'), { max: 8 });
+    t = await connectTestTemporal('registry');
+    app = await buildTestApp(
+      { RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7', TEMPORAL_TASK_QUEUE: t.taskQueue },
+      { sql, temporal: async () => t.client, now: () => clock },
+    );
+  });
+  afterAll(async () => {
+    await app?.close();
+    await t?.close();
+    await sql?.end();
+  });
+
+  it('issues apk_ + 43 base64url characters once; the table holds only its sha256', async () => {
+    const r = await register(app, { name: '  weather-bot  ' });
+    expect(r.status).toBe(200);
+    expect(r.headers['cache-control']).toBe('no-store');
+    const key = r.body.api_key as string;
+    expect(key).toMatch(/^apk_[A-Za-z0-9_-]{43}$/);
+    expect(Buffer.from(key.slice(4), 'base64url')).toHaveLength(32);
+    expect(Object.keys(r.body).sort()).toEqual(['api_key', 'created_at', 'id', 'key_prefix', 'name', 'owner', 'revoked_at', 'sponsored', 'status']);
+    expect(r.body).toMatchObject({ name: 'weather-bot', owner: null, sponsored: false, status: 'active', revoked_at: null, key_prefix: key.slice(0, 12) });
+    expect(r.body.created_at).toBe(clock.toISOString());
+
+    const [row] = await sql`select * from registry_keys where id = ${r.body.id}`;
+    expect(Buffer.from(row!.key_sha256).toString('hex')).toBe(createHash('sha256').update(key).digest('hex'));
+    const stored = JSON.stringify(Object.values(row!).map((v) => (Buffer.isBuffer(v) ? v.toString('hex') : v)));
+    expect(stored).not.toContain(key.slice(4));
+    expect(stored).not.toContain(Buffer.from(key).toString('hex'));
+    // the address is kept as a digest only
+    expect(stored).not.toContain('198.51.');
+
+    // GET /me answers the record, never the key again
+    const me = await call(app, 'GET', '/api/v1/agents/me', { key });
+    expect(me.status).toBe(200);
+    const { api_key: _shownOnce, ...record } = r.body;
+    expect(me.body).toEqual(record);
+    expect(JSON.stringify(me.body)).not.toContain(key);
+  });
+
+  it('refuses malformed bodies: 400 invalid_request', async () => {
+    expect((await register(app, {})).body.code).toBe('invalid_request');
+    expect((await register(app, { name: '' })).body.code).toBe('invalid_request');
+    expect((await register(app, { name: 'x'.repeat(65) })).body.code).toBe('invalid_request');
+    expect((await register(app, { name: 'a\u0000b' })).body.code).toBe('invalid_request');
+    expect((await register(app, { name: 'ok', extra: 1 })).body.code).toBe('invalid_request');
+    expect((await register(app, { name: 'ok', owner: 'not-a-did' })).status).toBe(400);
+    const otherNet = await register(app, { name: 'ok', owner: 'did:hedera:mainnet:0.0.7' });
+    expect(otherNet.status).toBe(400);
+    expect(otherNet.body.code).toBe('invalid_request');
+  });
+
+  it('every 401: missing, malformed, unknown, revoked; revoke is instant and final', async () => {
+    const missing = await call(app, 'GET', '/api/v1/agents/me');
+    expect(missing.status).toBe(401);
+    expect(missing.body.code).toBe('agent_key_invalid');
+    for (const bad of ['apk_short', `apk_${'A'.repeat(42)}!`, `apk_${'A'.repeat(44)}`]) {
+      const r = await call(app, 'GET', '/api/v1/agents/me', { key: bad });
+      expect(r.status, bad).toBe(401);
+      expect(r.body.code).toBe('agent_key_invalid');
+    }
+    const unknown = await call(app, 'GET', '/api/v1/agents/me', { key: `apk_${'A'.repeat(43)}` });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.code).toBe('agent_key_invalid');
+    const notBearer = await call(app, 'GET', '/api/v1/agents/me', { headers: { authorization: `Token apk_${'A'.repeat(43)}` } });
+    expect(notBearer.body.code).toBe('agent_key_invalid');
+
+    const { body } = await register(app, { name: 'to-revoke' });
+    const key = body.api_key as string;
+    const del = await call(app, 'DELETE', '/api/v1/agents/me', { key });
+    expect(del.status).toBe(200);
+    expect(del.body).toMatchObject({ id: body.id, status: 'revoked', revoked_at: clock.toISOString() });
+    const [row] = await sql`select status, revoked_at from registry_keys where id = ${body.id}`;
+    expect(row!.status).toBe('revoked');
+    for (const method of ['GET', 'DELETE'] as const) {
+      const r = await call(app, method, '/api/v1/agents/me', { key });
+      expect(r.status).toBe(401);
+      expect(r.body.code).toBe('agent_key_revoked');
+    }
+  });
+
+  it('the per-IP cap under 20 concurrent registrations: exactly 5 pass, the rest 429 register_rate_limited with Retry-After', async () => {
+    const ip = freshIp();
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => register(app, { name: `burst-${i}` }, ip)));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(5);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(refused).toHaveLength(15);
+    for (const r of refused) {
+      expect(r.status).toBe(429);
+      expect(r.body.code).toBe('register_rate_limited');
+      // all five were made at the (frozen) clock's instant: the first place frees 24 h later
+      expect(r.headers['retry-after']).toBe(String(24 * 3600));
+    }
+    const [{ count }] = await sql`select count(*)::int as count from registry_keys where ip_sha256 = ${createHash('sha256').update(ip).digest()}`;
+    expect(count).toBe(5);
+  });
+
+  it('the per-IP window is rolling: a place frees 24 h after the oldest registration', async () => {
+    const ip = freshIp();
+    const start = clock;
+    try {
+      for (let i = 0; i < 5; i++) {
+        clock = new Date(start.getTime() + i * 3600_000); // one per hour
+        expect((await register(app, { name: `roll-${i}` }, ip)).status).toBe(200);
+      }
+      clock = new Date(start.getTime() + 23 * 3600_000);
+      const refused = await register(app, { name: 'roll-6' }, ip);
+      expect(refused.status).toBe(429);
+      expect(refused.headers['retry-after']).toBe(String(3600)); // the first one leaves the window at start + 24 h
+      clock = new Date(start.getTime() + 24 * 3600_000 + 1000);
+      expect((await register(app, { name: 'roll-7' }, ip)).status).toBe(200);
+      expect((await register(app, { name: 'roll-8' }, ip)).status).toBe(429); // the second one is still inside
+    } finally {
+      clock = start;
+    }
+  });
+
+  it('the sponsored budget under 20 concurrent registrations from 20 addresses: never one over; resets at UTC midnight', async () => {
+    const start = clock;
+    try {
+      clock = new Date('2031-05-01T23:59:58.500Z');
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => register(app, { name: `sponsored-${i}`, owner })));
+      const ok = results.filter((r) => r.status === 200);
+      expect(ok).toHaveLength(7);
+      for (const r of ok) {
+        expect(r.body).toMatchObject({ owner, sponsored: true, status: 'active', directory_record: { status: 'pending', sequence_number: null, transaction_id: null } });
+      }
+      const refused = results.filter((r) => r.status !== 200);
+      expect(refused).toHaveLength(13);
+      for (const r of refused) {
+        expect(r.status).toBe(429);
+        expect(r.body.code).toBe('sponsored_quota_exceeded');
+        expect(r.headers['retry-after']).toBe('2'); // 1.5 s to midnight, rounded up
+      }
+      expect(await sponsoredUsed(sql, '2031-05-01')).toBe(7);
+      // a plain registration is outside the sponsored budget
+      expect((await register(app, { name: 'plain' })).status).toBe(200);
+      // each sponsored registration started its workflow (public fields only)
+      const handle = t.client.workflow.getHandle(`registry-sponsored:${ok[0]!.body.id}`);
+      const described = await handle.describe();
+      expect(described.taskQueue).toBe(t.taskQueue);
+
+      // UTC midnight: a fresh budget
+      clock = new Date('2031-05-02T00:00:00.500Z');
+      const next = await Promise.all(Array.from({ length: 9 }, (_, i) => register(app, { name: `next-${i}`, owner })));
+      expect(next.filter((r) => r.status === 200)).toHaveLength(7);
+      expect(await sponsoredUsed(sql, '2031-05-02')).toBe(7);
+      expect(await sponsoredUsed(sql, '2031-05-01')).toBe(7);
+    } finally {
+      clock = start;
+    }
+  });
+
+  it('without Temporal a sponsored registration is withdrawn: 503, no row, its budget place given back', async () => {
+    const start = clock;
+    const down = await buildTestApp(
+      { RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7' },
+      { sql, temporal: async () => Promise.reject(new Error('temporal down')), now: () => clock },
+    );
+    try {
+      clock = new Date('2031-06-01T10:00:00.000Z');
+      const r = await register(down, { name: 'no-temporal', owner });
+      expect(r.status).toBe(503);
+      expect(r.body.code).toBe('service_unavailable');
+      expect(await sponsoredUsed(sql, '2031-06-01')).toBe(0);
+      const [{ count }] = await sql`select count(*)::int as count from registry_keys where name = 'no-temporal'`;
+      expect(count).toBe(0);
+    } finally {
+      clock = start;
+      await down.close();
+    }
+  });
+});
+
+describe('the keyed free tier: a valid key is counted in its own window', () => {
+  let sql: Sql;
+  let sqlB: Sql;
+  let a: FastifyInstance;
+  let b: FastifyInstance;
+
+  beforeAll(async () => {
+    sql = createSql(inject('databaseUrl'), { max: 4 });
+    sqlB = createSql(inject('databaseUrl'), { max: 4 });
+    const env = { RATE_LIMIT_MAX: '3', REGISTRY_KEY_RATE_LIMIT_MAX: '5' };
+    a = await buildTestApp(env, { sql });
+    b = await buildTestApp(env, { sql: sqlB });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await sql?.end();
+    await sqlB?.end();
+  });
+
+  it('the key has its own 5, with the same headers; the address keeps its own 3; a revoked key gets its 401 on every route', async () => {
+    const ip = freshIp();
+    const reg = await register(a, { name: 'keyed' }, ip);
+    expect(reg.status).toBe(200);
+    expect(reg.headers['x-ratelimit-limit']).toBe('3'); // the registration itself is anonymous: the address's window
+    const key = reg.body.api_key as string;
+
+    const keyed: Res[] = [];
+    for (let i = 0; i < 6; i++) keyed.push(await call(a, 'GET', '/catalog', { ip, key }));
+    expect(keyed.slice(0, 5).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(keyed.map((r) => r.headers['x-ratelimit-limit'])).toEqual(['5', '5', '5', '5', '5', '5']);
+    expect(keyed.map((r) => r.headers['x-ratelimit-remaining'])).toEqual(['4', '3', '2', '1', '0', '0']);
+    expect(keyed[5]!.status).toBe(429);
+    expect(keyed[5]!.body.code).toBe('rate_limit_exceeded');
+    expect(Number(keyed[5]!.headers['x-ratelimit-reset'])).toBeGreaterThan(1e9);
+
+    // the address's own window was not touched by the keyed requests: 2 of 3 left
+    const anon = await call(a, 'GET', '/catalog', { ip });
+    expect(anon.status).toBe(200);
+    expect(anon.headers['x-ratelimit-limit']).toBe('3');
+    expect(anon.headers['x-ratelimit-remaining']).toBe('1');
+
+    // an unknown key from a fresh address: 401, never the anonymous quota
+    const other = freshIp();
+    const unknown = await call(a, 'GET', '/catalog', { ip: other, key: `apk_${'B'.repeat(43)}` });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.code).toBe('agent_key_invalid');
+    expect(unknown.headers['x-ratelimit-limit']).toBe('3'); // counted against the address
+
+    // revoke on instance b (the key's window on a is used up; b keeps its own count in memory), and
+    // instance a refuses the key within a moment (NOTIFY registry_key_changed)
+    expect((await call(b, 'GET', '/catalog', { ip: freshIp(), key })).status).toBe(200);
+    expect((await call(b, 'DELETE', '/api/v1/agents/me', { ip: freshIp(), key })).status).toBe(200);
+    const onA = await eventually(
+      () => call(a, 'GET', '/api/meta/errors', { ip: freshIp(), key }),
+      (r) => r.status === 401,
+    );
+    expect(onA.status).toBe(401);
+    expect(onA.body.code).toBe('agent_key_revoked');
+    expect(onA.headers['x-ratelimit-limit']).toBe('3'); // a refused key is counted against the address
+    const onB = await call(b, 'GET', '/catalog', { ip: freshIp(), key });
+    expect(onB.status).toBe(401);
+    expect(onB.body.code).toBe('agent_key_revoked');
+  });
+
+  it('health probes stay exempt, even with a bad key; an admin-style Bearer token is not taken for a key', async () => {
+    const health = await call(a, 'GET', '/health', { key: `apk_${'C'.repeat(43)}` });
+    expect(health.status).toBe(200);
+    const adminish = await call(a, 'GET', '/catalog', { ip: freshIp(), headers: { authorization: 'Bearer some-admin-token' } });
+    expect(adminish.status).toBe(200);
+    expect(adminish.headers['x-ratelimit-limit']).toBe('3');
+  });
+});

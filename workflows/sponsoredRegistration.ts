@@ -1,0 +1,60 @@
+/**
+ * sponsoredRegistration (id registry-sponsored:{registration id}), started by POST
+ * /api/v1/agents/register with an owner once the registration took its place in the day's
+ * sponsored budget (DESIGN.md section 10: "Sponsored registration writes a directory record paid by
+ * the service, through a workflow"):
+ *
+ *   publishSponsoredRecord (registry.sponsored, directory topic, paid by the operator)
+ *   -> recordSponsoredRecord (sequence number and transaction id into the registry key row)
+ *
+ * When the message cannot be written (final ledger error or attempts used up) the row's directory
+ * record is marked failed and the workflow fails; the key itself stays valid. The input holds
+ * public fields only (never the key nor its hash).
+ */
+import { proxyActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { sponsoredMessage } from '../domain/registry.js';
+import type { RegistryActivities } from '../activities/ledger/registry.js';
+import type { TopicWrite } from '../activities/ledger/directory.js';
+import type { PassportWorkflowTimings } from './passportIds.js';
+
+export function sponsoredRegistrationWorkflowId(id: string): string {
+  return `registry-sponsored:${id}`;
+}
+
+export interface SponsoredRegistrationInput {
+  id: string;
+  name: string;
+  owner: string;
+  /** registration time, Unix milliseconds */
+  createdAt: number;
+  timings?: PassportWorkflowTimings;
+}
+
+export interface SponsoredRegistrationResult {
+  status: 'written';
+  sequenceNumber: number | null;
+  transactionId: string;
+}
+
+export async function sponsoredRegistration(input: SponsoredRegistrationInput): Promise<SponsoredRegistrationResult> {
+  const t = input.timings ?? {};
+  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? 30_000, backoffCoefficient: 2 };
+  const startToCloseTimeout = t.activityTimeoutMs ?? 120_000;
+  // the ledger write has a compensation behind it: bounded attempts; the row updates are retried until they succeed
+  const steps = proxyActivities<RegistryActivities>({ startToCloseTimeout, retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? 20 } });
+  const durable = proxyActivities<RegistryActivities>({ startToCloseTimeout, retry });
+  const info = workflowInfo();
+  const message = sponsoredMessage(input);
+  setCurrentDetails(`Sponsored registration "${input.name}" (${input.id}) for ${input.owner}: directory message`);
+  let write: TopicWrite;
+  try {
+    write = await steps.publishSponsoredRecord({ idempotencyKey: `${info.workflowId}/${info.runId}/directory`, message });
+  } catch (err) {
+    setCurrentDetails(`Sponsored registration "${input.name}" (${input.id}): directory message not written`);
+    await durable.failSponsoredRecord({ id: input.id });
+    throw err;
+  }
+  await durable.recordSponsoredRecord({ id: input.id, sequenceNumber: write.sequenceNumber, transactionId: write.transactionId });
+  setCurrentDetails(`Sponsored registration "${input.name}" (${input.id}): directory #${write.sequenceNumber ?? '?'}, ${write.transactionId}`);
+  return { status: 'written', sequenceNumber: write.sequenceNumber, transactionId: write.transactionId };
+}
