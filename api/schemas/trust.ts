@@ -2,8 +2,6 @@
 import { z } from 'zod';
 import { linkMapSchema } from './common.js';
 
-const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
-
 export const domainOwnershipSchema = z.object({
   method: z.string(),
   verified: z.boolean(),
@@ -33,7 +31,7 @@ export const trustSnapshotSchema = z
     evidence_root: z.object({ assertion_count: z.number(), evidence_hashes: z.array(z.string()), merkle_root: z.string(), computed_at: z.string() }),
     score_summary: z.object({ total: z.number(), grade: z.string(), verified_rules: z.number(), total_rules: z.number(), gaps: z.number(), conflicts: z.number() }),
     rule_results: z
-      .array(z.object({ id: z.string(), result: z.enum(['passed', 'gap', 'conflict']), detail: z.string(), evidence_hash: hex64 }))
+      .array(z.object({ id: z.string(), result: z.enum(['passed', 'gap', 'conflict']), detail: z.string(), evidence_hash: z.string() }))
       .describe('One entry per rule in catalog order: its result and the evidence hash it contributed (part of the signed content).'),
     domain_ownership: domainOwnershipSchema,
     integrity: z.object({ snapshot_hash: z.string(), signature_algorithm: z.string(), signature: z.string(), public_key: z.string(), key_id: z.string() }),
