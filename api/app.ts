@@ -32,6 +32,7 @@ import x402InfoRoutes from './routes/x402Info.js';
 import a2aRoutes from './routes/a2a.js';
 import agentsRoutes from './routes/agents/index.js';
 import trustOwnershipRoutes from './routes/trust/ownership.js';
+import trustAttestRoutes from './routes/trust/attest.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
 import { codecTrusts } from './routes/codec.js';
 import { redactDeep } from './logRedaction.js';
@@ -177,6 +178,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(a2aRoutes, { ctx });
     // agent directory and directory rebuild (issue 9)
     await app.register(agentsRoutes, { ctx });
+    // on-chain attestation of trust snapshots by passport holders (issue 11)
+    await app.register(trustAttestRoutes, { ctx });
   }
   // domain ownership challenges (issue 11): PostgreSQL and Temporal only
   if (sql) await app.register(trustOwnershipRoutes, { ctx });

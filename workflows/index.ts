@@ -12,5 +12,6 @@ export * from './a2aMessage.js';
 export * from './agentRegistration.js';
 export * from './directoryRebuild.js';
 export * from './domainOwnership.js';
+export * from './trustAttest.js';
 export * from './taskLifecycle.js';
 export * from './sponsoredRegistration.js';

@@ -12,9 +12,10 @@ import type { Sql } from 'postgres';
  * so a process caching snapshots drops that domain's.
  *
  * trust_attestations: one row per attested snapshot hash (idempotency key of POST
- * /api/trust/{domain}/attest). The attest activity records the signed transaction's hash before it
- * sends it (status sending) and the receipt after (confirmed: token id, block, time), so a retried
- * activity looks the recorded transaction up instead of sending a second one.
+ * /api/trust/{domain}/attest). The attest activity records the signed transaction (raw bytes, hash,
+ * nonce) before it sends it (status sending) and the receipt after (confirmed: token id, block,
+ * time), so a retried activity looks the recorded transaction up, or re-sends the very same bytes,
+ * instead of signing a second one. The raw transaction is public (it goes on chain); no key is stored.
  */
 export async function up(sql: Sql): Promise<void> {
   await sql.unsafe(`
@@ -52,6 +53,7 @@ export async function up(sql: Sql): Promise<void> {
       contract_address  text not null,
       status            text not null default 'pending' check (status in ('pending', 'sending', 'confirmed', 'failed')),
       tx_hash           text,
+      raw_tx            text,
       nonce             bigint,
       token_id          numeric(78, 0),
       block_number      bigint,

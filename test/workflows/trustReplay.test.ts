@@ -10,7 +10,7 @@ import { replayHistoryFile } from '../support/temporal.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workflowsPath = path.join(here, '..', '..', 'workflows', 'index.ts');
 const dir = path.join(here, '..', 'fixtures', 'histories');
-const REQUIRED = ['domainOwnershipVerified', 'domainOwnershipExpired'];
+const REQUIRED = ['domainOwnershipVerified', 'domainOwnershipExpired', 'trustAttest'];
 
 describe('replay of recorded domain trust workflow histories', () => {
   it.each(REQUIRED)('%s replays against workflows/index.ts', async (name) => {

@@ -1,0 +1,33 @@
+/**
+ * trustAttest (id trust-attest:{domain}:{snapshotHash}), started by POST /api/trust/{domain}/attest
+ * after the API recorded the snapshot in trust_attestations: writes the snapshot hash on chain
+ * through the passport contract's attestDomain and returns the SPEC on_chain object.
+ *
+ * One activity, idempotent per snapshot hash (activities/evm/attest.ts records the signed
+ * transaction before sending it), so Temporal's retries and a second request for the same snapshot
+ * (same workflow id, or a later run after this one closed) never send a second transaction.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { AttestActivities, OnChainAttestation } from '../activities/evm/attest.js';
+
+export function trustAttestWorkflowId(domain: string, snapshotHash: string): string {
+  return `trust-attest:${domain}:${snapshotHash}`;
+}
+
+export interface TrustAttestInput {
+  domain: string;
+  snapshotHash: string;
+  /** retry knobs (defaults suit production; tests pass small ones) */
+  retryInitialMs?: number;
+  retryMaximumMs?: number;
+  maxAttempts?: number;
+}
+
+export async function trustAttest(input: TrustAttestInput): Promise<OnChainAttestation> {
+  const evm = proxyActivities<AttestActivities>({
+    // one attempt: a call, a signature, a send and the wait for the receipt (60 s at most)
+    startToCloseTimeout: 120_000,
+    retry: { initialInterval: input.retryInitialMs ?? 1_000, maximumInterval: input.retryMaximumMs ?? 30_000, backoffCoefficient: 2, maximumAttempts: input.maxAttempts ?? 10 },
+  });
+  return evm.attestSnapshot({ domain: input.domain, snapshotHash: input.snapshotHash });
+}
