@@ -135,6 +135,8 @@ describe('rule catalog', () => {
     expect([r['AR-013'], r['AR-014'], r['AR-017'], r['AR-018'], r['AR-020'], r['AR-021'], r['AR-008']]).toEqual(['passed', 'gap', 'gap', 'gap', 'gap', 'gap', 'gap']);
     o.tls = outcome('tls', { scheme: 'http', status: 200 });
     expect(evaluate(o)['AR-021']).toBe('gap');
+    o.tls = outcome('tls', { status: null, text: '', contentType: null, failure: 'too_large' });
+    expect(evaluate(o)['AR-021']).toBe('passed');
   });
 
   it('robots.txt: only a "Disallow: /" in the * group shuts everyone out', () => {
