@@ -41,6 +41,8 @@ export async function startDevEvm(opts: { dataDir: string; port?: number; log?: 
         PASSPORT_CONTRACT_ADDRESS: d.passport,
         ESCROW_CONTRACT_ADDRESS: d.escrow,
         INDEXER_CONFIRMATIONS: '0',
+        // anvil's first account deployed the contracts (their owner), so it may call attestDomain
+        EVM_ATTESTER_KEY: anvil.accounts[0]!.privateKey,
       },
       stop: () => anvil.stop(),
     };
