@@ -182,7 +182,7 @@ export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[
   return sql.begin(async (tx) => {
     await tx`delete from agents where status = 'registered'`;
     let written = 0;
-    const BATCH = 1000;
+    const BATCH = 5000;
     for (let i = 0; i < agents.length; i += BATCH) {
       const rows = agents.slice(i, i + BATCH).map(({ message: m, sequence, network }) => ({
         did: m.did,
@@ -204,15 +204,13 @@ export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[
         insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, description,
                             agent_card, tier, registered_at, active, status, directory_sequence)
         select x.did, x.network, x.account_id, x.token_id, x.serial, x.name, x.capabilities::jsonb, x.skills::jsonb,
-               x.endpoint, x.description, x.agent_card,
-               coalesce((select p.tier from passports p where p.token_id = x.token_id and p.serial = x.serial), x.tier),
-               x.registered_at,
-               not exists (select 1 from passports p where p.token_id = x.token_id and p.serial = x.serial and p.revoked_at is not null),
-               'registered', x.directory_sequence
+               x.endpoint, x.description, x.agent_card, coalesce(p.tier, x.tier), x.registered_at,
+               p.revoked_at is null, 'registered', x.directory_sequence
           from json_to_recordset(${tx.json(rows as never)}::json) as x(
                  did text, network text, account_id text, token_id text, serial bigint, name text, capabilities text,
                  skills text, endpoint text, description text, agent_card text, tier text, registered_at timestamptz,
                  directory_sequence bigint)
+          left join passports p on p.token_id = x.token_id and p.serial = x.serial
         on conflict do nothing
         returning did`;
       written += r.length;
