@@ -16,15 +16,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { PublicKey } from '@hashgraph/sdk';
 import type { AppContext, LedgerContext } from '../../context.js';
-import { ApiError, echo } from '../../errors.js';
+import { ApiError } from '../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import { preparePaymentBodySchema, preparePaymentResultSchema } from '../../schemas/marketPayments.js';
-import { isTaskId, payoutOf, refusalOf, tinybarsToHbar, type TaskRecord } from '../../../domain/market.js';
+import { payoutOf, tinybarsToHbar, type TaskRecord } from '../../../domain/market.js';
 import { parseHederaDid } from '../../../domain/did.js';
-import type { ErrorCode } from '../../../domain/errors.js';
-import { findTask } from '../../../db/queries/tasks.js';
 import { clientNodeAccountIds } from '../../../ledger/client.js';
-import { parsePrivateKey, parsePublicKey } from '../../../ledger/keys.js';
+import { parsePublicKey } from '../../../ledger/keys.js';
+import { loadTask, marketState, partyOf, refuseEarly, requireActivePassport, requireOwnKey } from './shared.js';
 import {
   addDetachedSignature,
   buildPayment,
@@ -92,8 +91,7 @@ function paymentRefused(err: TransferCheckError): ApiError {
 
 /** 400 unless the task may be paid directly now (delivered, a claimer, no escrow); 403 for another caller. */
 export function checkPayable(task: TaskRecord, posterDid: string): void {
-  const refusal = refusalOf('preparePayment', task, posterDid);
-  if (refusal) throw new ApiError(refusal.code as ErrorCode, refusal.message, { status: refusal.status, hint: refusal.hint });
+  refuseEarly('preparePayment', task, posterDid);
   if (task.escrow) {
     throw new ApiError('invalid_request', `Task ${task.taskId} is paid from escrow (scheduleId ${task.scheduleId ?? 'pending'}): there is no transfer to sign`, {
       hint: 'Complete it with posterPrivateKey (POST /market/tasks/{taskId}/complete or complete-with-key)',
@@ -105,7 +103,8 @@ export function checkPayable(task: TaskRecord, posterDid: string): void {
  * The base64 signed payment for a complete request on a task without escrow, checked for exactly the
  * expected transfer signed by the poster. Throws ApiError 400 (or 403 for another payer or key).
  */
-export async function directPaymentBytes(ledger: LedgerContext, task: TaskRecord, fields: DirectPaymentFields, now = Date.now()): Promise<string> {
+export async function directPaymentBytes(ctx: AppContext, task: TaskRecord, fields: DirectPaymentFields, now = Date.now()): Promise<string> {
+  const ledger = ctx.ledger!;
   const expected = expectedPayment(ledger, task);
   const nodes = nodesOf(ledger);
   const accountKey = await posterKey(ledger, expected.payer);
@@ -126,15 +125,7 @@ export async function directPaymentBytes(ledger: LedgerContext, task: TaskRecord
         addDetachedSignature(tx, given, accountKey, fields.signature);
       }
     } else if (fields.posterPrivateKey !== undefined) {
-      let key;
-      try {
-        key = parsePrivateKey(fields.posterPrivateKey);
-      } catch {
-        throw new ApiError('invalid_request', 'posterPrivateKey could not be parsed', { hint: 'Send ECDSA as 0x-hex (32 bytes) or DER hex, ED25519 as DER hex' });
-      }
-      if (key.publicKey.toStringRaw() !== accountKey.toStringRaw()) {
-        throw new ApiError('auth_did_mismatch', `posterPrivateKey is not the key of ${task.posterDid}`, { hint: "Send the private key of the poster's account" });
-      }
+      const key = await requireOwnKey(ctx, partyOf(ctx, task.posterDid, 'posterDid'), fields.posterPrivateKey, 'posterPrivateKey');
       tx = buildPayment({ ...expected, nodeAccountId: nodes.build });
       await tx.sign(key);
     } else {
@@ -174,18 +165,14 @@ export function preparePayment(ledger: LedgerContext, task: TaskRecord) {
 
 const preparePaymentParams = z.object({ taskId: z.string().min(1).max(64) });
 
-export interface PaymentRoutesOptions {
-  ctx: AppContext;
-  /** the current task (the marketplace's memory or projection); null when there is none */
-  getTask?: (taskId: string) => Promise<TaskRecord | null>;
-  /** 403 unless the DID holds an active passport (the marketplace routes' check) */
-  checkPassport?: (did: string) => Promise<void>;
-}
-
-const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async (app, opts) => {
-  const ledger = opts.ctx.ledger!;
-  const sql = opts.ctx.sql!;
-  const getTask = opts.getTask ?? (async (taskId: string) => (await findTask(sql, taskId))?.record ?? null);
+/**
+ * Registers prepare-payment and installs the complete routes' hook for tasks without escrow
+ * (marketState(ctx).directPayment, see ./shared.ts).
+ */
+const paymentRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+  const ledger = ctx.ledger!;
+  const state = marketState(ctx);
+  state.directPayment = ({ task, body }) => directPaymentBytes(ctx, task, body);
 
   app.post(
     '/market/tasks/:taskId/prepare-payment',
@@ -206,12 +193,10 @@ const paymentRoutes: FastifyPluginAsyncZod<PaymentRoutesOptions> = async (app, o
       preHandler: app.signedRequest((request) => (request.body as { posterDid?: string }).posterDid),
     },
     async (request) => {
-      const { taskId } = request.params;
       const { posterDid } = request.body;
-      const task = isTaskId(taskId) ? await getTask(taskId) : null;
-      if (!task) throw new ApiError('market_task_not_found', `Task ${echo(taskId)} does not exist`, { hint: 'Check taskId (GET /market/tasks)' });
+      const task = await loadTask(state, request.params.taskId);
       checkPayable(task, posterDid);
-      if (opts.checkPassport) await opts.checkPassport(posterDid);
+      await requireActivePassport(ctx, partyOf(ctx, posterDid, 'posterDid'), 'poster');
       return preparePayment(ledger, task);
     },
   );

@@ -8,15 +8,11 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { AppContext } from '../../context.js';
-import { ApiError, echo } from '../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
-import { isCatalogCode } from '../../../domain/errors.js';
-import { isTaskId, refusalOf, VERIFIER_TYPES, type TaskRecord, type TaskRefusal } from '../../../domain/market.js';
-import { findTask } from '../../../db/queries/tasks.js';
-import { TASK_REFUSAL_TYPE, taskWorkflowId, verifyUpdate, type VerifyResult } from '../../../workflows/taskTypes.js';
+import { VERIFIER_TYPES } from '../../../domain/market.js';
+import { verifyUpdate } from '../../../workflows/taskTypes.js';
+import { loadTask, marketState, pendingTask, refuseEarly, runTaskUpdate, TaskPending } from './shared.js';
 
 const paramsSchema = z.object({ taskId: z.string().min(1).max(64) });
 const bodySchema = z.object({ callerDid: z.string().max(128).optional().describe('informational: who asks') }).strict().optional();
@@ -31,32 +27,8 @@ export const verifyResultSchema = z
   })
   .meta({ id: 'MarketVerifyResult' });
 
-/** The TaskRefusal carried by a failed Update (validator or handler), as the API error it stands for. */
-export function refusalError(err: unknown): ApiError | null {
-  const cause = err instanceof WorkflowUpdateFailedError ? err.cause : err;
-  if (!(cause instanceof ApplicationFailure) || cause.type !== TASK_REFUSAL_TYPE) return null;
-  const r = cause.details?.[0] as TaskRefusal | undefined;
-  if (!r || !isCatalogCode(r.code)) return new ApiError('invalid_request', cause.message);
-  return new ApiError(r.code, r.message, { status: r.status, hint: r.hint });
-}
-
-export interface VerifyRoutesOptions {
-  ctx: AppContext;
-  getTask?: (taskId: string) => Promise<TaskRecord | null>;
-}
-
-const verifyRoutes: FastifyPluginAsyncZod<VerifyRoutesOptions> = async (app, opts) => {
-  const { ctx } = opts;
-  const getTask = opts.getTask ?? (async (taskId: string) => (await findTask(ctx.sql!, taskId))?.record ?? null);
-
-  async function temporal(): Promise<Client> {
-    if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
-    try {
-      return await ctx.temporal();
-    } catch {
-      throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
-    }
-  }
+const verifyRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+  const state = marketState(ctx);
 
   app.post(
     '/market/tasks/:taskId/verify',
@@ -70,33 +42,26 @@ const verifyRoutes: FastifyPluginAsyncZod<VerifyRoutesOptions> = async (app, opt
           '(public addresses only) and reads { passed, reasons }. Counts attempts; never completes the task or pays. 400 when not delivered.',
         params: paramsSchema,
         body: bodySchema,
-        response: { 200: verifyResultSchema, ...errorResponses(400, 404, 500, 503) },
+        response: { 200: verifyResultSchema, ...errorResponses(202, 400, 404, 500, 502, 503) },
       },
     },
-    async (request) => {
-      const { taskId } = request.params;
-      const task = isTaskId(taskId) ? await getTask(taskId) : null;
-      if (!task) throw new ApiError('market_task_not_found', `Task ${echo(taskId)} does not exist`, { hint: 'Check taskId (GET /market/tasks)' });
-      const early = refusalOf('verify', task);
-      if (early) throw new ApiError(isCatalogCode(early.code) ? early.code : 'invalid_request', early.message, { status: early.status, hint: early.hint });
-      const client = await temporal();
-      let result: VerifyResult;
+    async (request, reply) => {
+      const task = await loadTask(state, request.params.taskId);
+      refuseEarly('verify', task);
       try {
-        result = await client.workflow.getHandle(taskWorkflowId(taskId)).executeUpdate(verifyUpdate, { args: [{ callerDid: request.body?.callerDid }] });
+        const result = await runTaskUpdate(ctx, task, verifyUpdate, { callerDid: request.body?.callerDid });
+        return {
+          taskId: task.taskId,
+          passed: result.passed,
+          reasons: result.reasons,
+          verificationAttempts: result.verificationAttempts,
+          verifierType: result.task.verifierType,
+          status: result.task.status,
+        };
       } catch (err) {
-        const refused = refusalError(err);
-        if (refused) throw refused;
-        if (err instanceof WorkflowNotFoundError) throw new ApiError('market_task_not_found', `Task ${taskId} has no running lifecycle`, { hint: 'Only a delivered task can be verified' });
-        throw new ApiError('service_unavailable', 'The verification could not be run', { hint: 'Retry after 30 seconds' });
+        if (err instanceof TaskPending) return pendingTask(reply, task.taskId);
+        throw err;
       }
-      return {
-        taskId,
-        passed: result.passed,
-        reasons: result.reasons,
-        verificationAttempts: result.verificationAttempts,
-        verifierType: result.task.verifierType,
-        status: result.task.status,
-      };
     },
   );
 };
