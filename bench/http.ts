@@ -1,0 +1,252 @@
+/**
+ * Hot reads over HTTP: the real app next to a bare Fastify route answering the same JSON, route by
+ * route, in the same run (issue 8, "The fast path"). Never run by `npm test`:
+ *   npx tsx bench/http.ts      (BENCH_ROUNDS=5 BENCH_SECONDS=2 BENCH_CONNECTIONS=10)
+ *
+ * Three processes so neither server shares an event loop with the load generator:
+ *   - this one: PostgreSQL (DATABASE_URL, else 127.0.0.1:5432, else embedded; a throwaway database),
+ *     a localnet (its mirror supplies the account keys of the DID documents), the data (passports
+ *     and chain events written through the same queries as the product, so their NOTIFYs fire),
+ *     and autocannon;
+ *   - `serve-app`: the real app built by buildApp, as api/server.ts builds it (every plugin on:
+ *     request id, security headers, CORS, rate limit raised to 10^9, logger at info into /dev/null);
+ *   - `serve-bare`: bare Fastify, one route per path answering the very JSON the app answered
+ *     (parsed once, serialised by Fastify's default JSON path), no plugins.
+ * Before measuring it checks that both answer byte-identical bodies. Then for each route: app and
+ * bare in alternating rounds (BENCH_ROUNDS=5 of BENCH_SECONDS=2 each), same connections; prints
+ * req/s (mean of rounds), p99 latency (median of rounds) and the app/bare ratio (median of the
+ * rounds' ratios) per route. BENCH_ROUTES=/did,/health measures a subset; BENCH_PROFILE=dir writes
+ * a CPU profile of the app process; BENCH_LOG_LEVEL overrides the app's log level (default info).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const CHAIN_ID = 31337;
+const self = fileURLToPath(import.meta.url);
+
+/** Environment of the app process: the same config loader as production, limits raised. */
+function appEnv(extra: Record<string, string>): Record<string, string> {
+  return { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', EVM_CHAIN_ID: String(CHAIN_ID), NODE_ENV: 'development', ...extra };
+}
+
+// ------------------------------------------------------------------ child: the real app
+
+async function serveApp() {
+  const { loadConfig } = await import('../config/index.js');
+  const { createSql } = await import('../db/client.js');
+  const { loadLedgerDeployment } = await import('../ledger/deployment.js');
+  const { ledgerClients } = await import('../ledger/context.js');
+  const { mirrorAccountKeys } = await import('../api/auth/accountKeys.js');
+  const { buildApp } = await import('../api/app.js');
+  const config = loadConfig(process.env);
+  const sql = createSql(config.DATABASE_URL!);
+  const deployment = loadLedgerDeployment(config);
+  const { client, mirror } = ledgerClients(deployment);
+  const app = await buildApp(
+    { config, sql, ledger: { deployment, client, mirror, keys: mirrorAccountKeys(mirror) } },
+    { logger: { stream: createWriteStream('/dev/null') } },
+  );
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  process.once('SIGTERM', () => process.exit(0)); // exit (not killed) so a --cpu-prof profile is written
+  process.stdout.write(`LISTENING ${(app.server.address() as { port: number }).port}\n`);
+}
+
+// ------------------------------------------------------------------ child: bare Fastify
+
+async function serveBare() {
+  const routes = JSON.parse(readFileSync(process.env.BENCH_BODIES!, 'utf8')) as Array<{ path: string; body: string }>;
+  const app = Fastify({ logger: false });
+  for (const r of routes) {
+    const json = JSON.parse(r.body) as unknown;
+    app.get(r.path.split('?')[0]!, async () => json);
+  }
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  process.stdout.write(`LISTENING ${(app.server.address() as { port: number }).port}\n`);
+}
+
+// ------------------------------------------------------------------ main
+
+function startChild(mode: string, env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
+  // BENCH_PROFILE=dir: the app process writes a V8 CPU profile there (open it in Chrome DevTools)
+  const profile = mode === 'serve-app' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', self, mode], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /LISTENING (\d+)/.exec(out);
+      if (m) resolve({ child, port: Number(m[1]) });
+    });
+    child.once('exit', (code) => reject(new Error(`${mode} exited with ${code}`)));
+  });
+}
+
+async function run(url: string, seconds: number) {
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: seconds });
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${url}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+  return { rps: r.requests.average, p99: r.latency.p99 };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/**
+ * App and bare in alternating rounds (app, bare, app, bare, ...), so a change in the machine's
+ * background load hits both alike; the ratio is the median of the rounds' ratios.
+ */
+async function compare(appUrl: string, bareUrl: string) {
+  await run(appUrl, 1); // warm-up
+  await run(bareUrl, 1);
+  const app: Array<{ rps: number; p99: number }> = [];
+  const bare: Array<{ rps: number; p99: number }> = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    app.push(await run(appUrl, SECONDS));
+    bare.push(await run(bareUrl, SECONDS));
+  }
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return {
+    app: { rps: mean(app.map((r) => r.rps)), p99: median(app.map((r) => r.p99)) },
+    bare: { rps: mean(bare.map((r) => r.rps)), p99: median(bare.map((r) => r.p99)) },
+    ratio: median(app.map((r, i) => r.rps / bare[i]!.rps)),
+  };
+}
+
+async function main() {
+  const log = (s: string) => process.stderr.write(`${s}\n`);
+  const { createSql } = await import('../db/client.js');
+  const { dropDatabase, ensureDatabase, migrate } = await import('../db/migrate.js');
+  const { resolvePostgres } = await import('../scripts/lib/postgres.js');
+  const { recordIssuedPassport } = await import('../db/queries/passports.js');
+  const { storeBatch } = await import('../db/queries/chainEvents.js');
+  const { startLedgerStack } = await import('../test/support/ledgerStack.js');
+
+  const database = `agent_passport_bench_http_${Date.now()}_${process.pid}`;
+  const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
+  const dbUrlObj = new URL(pg.url);
+  dbUrlObj.pathname = `/${database}`; // a throwaway database beside the one DATABASE_URL names
+  const dbUrl = dbUrlObj.toString();
+  await ensureDatabase(dbUrl);
+  await migrate(dbUrl);
+  const sql = createSql(dbUrl, { max: 2 });
+  const stack = await startLedgerStack('bench-http');
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-http-'));
+  const children: ChildProcess[] = [];
+  try {
+    // data: one passport per localnet account, 50 chain events
+    const agents = stack.localnet.config.accounts;
+    const tokenId = stack.deployment.passportTokenId;
+    for (const [i, a] of agents.entries()) {
+      await recordIssuedPassport(sql, {
+        network: 'local',
+        tokenId,
+        serial: i + 1,
+        accountId: a.accountId,
+        did: a.did,
+        tier: 'gold',
+        capabilities: ['api_call', 'data_consume', 'data_provide', 'payment'],
+        endpoint: `https://agent-${i}.example/a2a`,
+        issuedAtMs: 1_700_000_000_000 + i,
+        paymentTransactionId: `${a.accountId}@1700000000.${String(i).padStart(9, '0')}`,
+      });
+    }
+    await storeBatch(sql, {
+      chainId: CHAIN_ID,
+      source: 'passport',
+      contractAddress: '0x00000000000000000000000000000000000000aa',
+      expectedCheckpoint: -1,
+      toBlock: 60,
+      toBlockHash: `0x${'ab'.repeat(32)}`,
+      events: Array.from({ length: 50 }, (_, i) => ({
+        chainId: CHAIN_ID,
+        source: 'passport' as const,
+        contractAddress: '0x00000000000000000000000000000000000000aa',
+        blockNumber: i + 1,
+        blockHash: `0x${(i + 1).toString(16).padStart(64, '0')}`,
+        txHash: `0x${(1000 + i).toString(16).padStart(64, '0')}`,
+        txIndex: 0,
+        logIndex: 0,
+        eventName: i % 2 ? 'Transfer' : 'PassportMinted',
+        args: { tokenId: String(i + 1), to: `0x${'cd'.repeat(20)}`, tier: 2 },
+      })),
+    });
+
+    const agent = agents[0]!;
+    const routes = [
+      { name: '/catalog', path: '/catalog' },
+      { name: '/did/{did}', path: `/did/${agent.did}` },
+      { name: '/passport/{tokenId}/{serial}', path: `/passport/${tokenId}/1` },
+      { name: '/passport/address/{address}', path: `/passport/address/${agent.accountId}` },
+      { name: '/events', path: '/events' },
+      { name: '/health', path: '/health' },
+    ];
+
+    const appProc = await startChild('serve-app', appEnv({ ...stack.env, DATABASE_URL: dbUrl }));
+    children.push(appProc.child);
+    const appBase = `http://127.0.0.1:${appProc.port}`;
+    const bodies: Array<{ path: string; body: string }> = [];
+    for (const r of routes) {
+      const res = await fetch(`${appBase}${r.path}`);
+      const body = await res.text();
+      if (res.status !== 200) throw new Error(`app ${r.path}: ${res.status} ${body}`);
+      bodies.push({ path: r.path, body });
+    }
+    const bodiesFile = path.join(tmp, 'bodies.json');
+    writeFileSync(bodiesFile, JSON.stringify(bodies));
+    const bareProc = await startChild('serve-bare', { BENCH_BODIES: bodiesFile });
+    children.push(bareProc.child);
+    const bareBase = `http://127.0.0.1:${bareProc.port}`;
+    for (const b of bodies) {
+      const bare = await (await fetch(`${bareBase}${b.path}`)).text();
+      if (bare !== b.body) throw new Error(`${b.path}: the bare route does not answer the same bytes`);
+    }
+
+    // BENCH_ROUTES=/health,/did: measure only the routes whose name starts with one of these
+    const only = process.env.BENCH_ROUTES?.split(',');
+    if (only) routes.splice(0, routes.length, ...routes.filter((r) => only.some((o) => r.name.startsWith(o))));
+    log(`measuring ${routes.length} routes: ${ROUNDS} rounds of ${SECONDS} s per server, alternating, ${CONNECTIONS} connections`);
+    const rows: string[] = [];
+    for (const r of routes) {
+      const { app, bare, ratio } = await compare(`${appBase}${r.path}`, `${bareBase}${r.path}`);
+      rows.push(`| ${r.name} | ${Math.round(app.rps).toLocaleString('en-US')} | ${app.p99} | ${Math.round(bare.rps).toLocaleString('en-US')} | ${bare.p99} | ${(ratio * 100).toFixed(0)}% |`);
+      log(`  ${r.name}: ${(ratio * 100).toFixed(0)}%`);
+    }
+    const bytes = Object.fromEntries(bodies.map((b) => [b.path, b.body.length]));
+    console.log(`\nHot reads over HTTP, ${ROUNDS} alternating rounds of ${SECONDS} s per route and server, ${CONNECTIONS} connections (autocannon), same run`);
+    console.log(`${new Date().toISOString()} | ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'} | node ${process.version} | load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+    console.log('| route | app req/s | app p99 ms | bare Fastify req/s | bare p99 ms | app / bare (median of rounds) |');
+    console.log('|---|---:|---:|---:|---:|---:|');
+    for (const row of rows) console.log(row);
+    console.log(`\nbody sizes (bytes): ${JSON.stringify(bytes)}`);
+  } finally {
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null) return resolve();
+            c.once('exit', () => resolve());
+            c.kill('SIGTERM');
+            setTimeout(() => (c.kill('SIGKILL'), resolve()), 5_000).unref();
+          }),
+      ),
+    );
+    await sql.end();
+    await dropDatabase(dbUrl).catch(() => {});
+    await stack.stop();
+    await pg.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+const mode = process.argv[2];
+const entry = mode === 'serve-app' ? serveApp : mode === 'serve-bare' ? serveBare : main;
+entry().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
