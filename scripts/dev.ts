@@ -38,7 +38,7 @@ let evmInfo: Record<string, unknown> | undefined;
 const log = (name: string) => (line: string) => console.log(`[${name}] ${line}`);
 
 /** Local-only secrets kept in .data/dev-secrets.json so restarts keep them (never used in production). */
-function devSecrets(): { adminToken: string; payloadCodecKey: string; trustSigningKey: string; trustSigningKeyId: string } {
+function devSecrets(): { adminToken: string; payloadCodecKey: string; trustSigningKey: string; trustSigningKeyId: string; oauthSigningKey: string; oauthSigningKeyId: string } {
   const file = path.join(DATA, 'dev-secrets.json');
   const existing = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
   // Secrets added later (the trust snapshot key) are generated into an existing file too.
@@ -47,6 +47,8 @@ function devSecrets(): { adminToken: string; payloadCodecKey: string; trustSigni
     payloadCodecKey: randomBytes(32).toString('hex'),
     trustSigningKey: generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex'),
     trustSigningKeyId: `dev-trust-${randomBytes(4).toString('hex')}`,
+    oauthSigningKey: generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex'),
+    oauthSigningKeyId: `dev-oauth-${randomBytes(4).toString('hex')}`,
     ...existing,
   };
   if (Object.keys(secrets).length !== Object.keys(existing).length) {
@@ -190,6 +192,8 @@ try {
     PAYLOAD_CODEC_KEY: secrets.payloadCodecKey,
     TRUST_SIGNING_KEY: secrets.trustSigningKey,
     TRUST_SIGNING_KEY_ID: secrets.trustSigningKeyId,
+    OAUTH_SIGNING_KEY: secrets.oauthSigningKey,
+    OAUTH_SIGNING_KEY_ID: secrets.oauthSigningKeyId,
     NODE_ENV: 'development',
   };
   const urls: Record<string, string> = {};
