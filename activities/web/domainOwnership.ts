@@ -58,7 +58,8 @@ type Probe = { proof: string | null; detail: string };
 export function createDomainOwnershipActivities(deps: DomainOwnershipActivityDeps) {
   const { sql } = deps;
   const timeoutMs = deps.timeoutMs ?? 5_000;
-  const resolver = new Resolver({ timeout: Math.min(timeoutMs, 5_000), tries: 2 });
+  // 2 s per try, 2 tries: a check (DNS beside the fetch) stays well inside verify-ownership's wait
+  const resolver = new Resolver({ timeout: Math.min(timeoutMs, 2_000), tries: 2 });
   if (deps.dnsServers?.length) resolver.setServers(deps.dnsServers);
 
   async function probeDns(domain: string, token: string): Promise<Probe> {
