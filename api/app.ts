@@ -31,6 +31,7 @@ import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
 import a2aRoutes from './routes/a2a.js';
 import agentsRoutes from './routes/agents/index.js';
+import marketRoutes from './routes/market/index.js';
 import trustOwnershipRoutes from './routes/trust/ownership.js';
 import trustAttestRoutes from './routes/trust/attest.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
@@ -186,6 +187,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(a2aRoutes, { ctx });
     // agent directory and directory rebuild (issue 9)
     await app.register(agentsRoutes, { ctx });
+    // task marketplace with HBAR escrow (issue 10)
+    await app.register(marketRoutes, { ctx });
     // on-chain attestation of trust snapshots by passport holders (issue 11)
     await app.register(trustAttestRoutes, { ctx });
   }

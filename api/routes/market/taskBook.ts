@@ -1,0 +1,78 @@
+/**
+ * The tasks as each API process holds them in memory (DESIGN.md section 10, "Caches across
+ * instances"): a db/liveCache of the tasks projection (full load on start and on every reconnect of
+ * the LISTEN connection, one row reloaded per NOTIFY task_changed). Lists are answered from a sorted
+ * array of the records (newest first: task ids are UUIDv7, so descending id order is creation order),
+ * rebuilt lazily after a change.
+ */
+import type { Sql } from 'postgres';
+import { startLiveCache, type LiveCache } from '../../../db/liveCache.js';
+import { CHANNELS } from '../../../db/notify.js';
+import type { TaskRow } from '../../../db/queries/tasks.js';
+import type { TaskRecord, TaskStatus } from '../../../domain/market.js';
+import { ApiError } from '../../errors.js';
+
+export interface TaskFilter {
+  capability?: string;
+  status?: TaskStatus;
+  posterDid?: string;
+  claimerDid?: string;
+}
+
+export class TaskBook {
+  private cache: LiveCache<TaskRecord> | null = null;
+  private sorted: TaskRecord[] | null = null;
+
+  constructor(readonly sql: Sql, private readonly onError: (err: unknown) => void = () => {}) {}
+
+  /** Starts the cache on first use (the app's onClose hook closes it). */
+  private started(): LiveCache<TaskRecord> {
+    if (!this.cache) {
+      this.cache = startLiveCache<TaskRecord>(
+        this.sql,
+        {
+          name: 'tasks',
+          channel: CHANNELS.task,
+          keyOf: (t) => t.taskId,
+          loadAll: async (db) => (await db<TaskRow[]>`select record from tasks`).map((r) => r.record),
+          loadKey: async (db, id) => (await db<TaskRow[]>`select record from tasks where task_id = ${id}`)[0]?.record ?? null,
+        },
+        { onError: this.onError },
+      );
+      this.cache.onChange(() => {
+        this.sorted = null;
+      });
+    }
+    return this.cache;
+  }
+
+  async ready(): Promise<void> {
+    try {
+      await this.started().whenReady();
+    } catch {
+      throw new ApiError('service_unavailable', 'The task list is still loading', { hint: 'Retry after 30 seconds' });
+    }
+  }
+
+  get(taskId: string): TaskRecord | undefined {
+    return this.started().get(taskId.toLowerCase());
+  }
+
+  /** A page of the tasks matching the filter, newest first, and how many match. */
+  page(filter: TaskFilter, limit: number, offset: number): { tasks: TaskRecord[]; total: number } {
+    if (!this.sorted) this.sorted = [...this.started().values()].sort((a, b) => (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0));
+    const all = this.sorted;
+    const match = (t: TaskRecord) =>
+      (!filter.capability || t.capabilities.includes(filter.capability)) &&
+      (!filter.status || t.status === filter.status) &&
+      (!filter.posterDid || t.posterDid === filter.posterDid) &&
+      (!filter.claimerDid || t.claimerDid === filter.claimerDid);
+    const hits = filter.capability || filter.status || filter.posterDid || filter.claimerDid ? all.filter(match) : all;
+    return { tasks: hits.slice(offset, offset + limit), total: hits.length };
+  }
+
+  async close(): Promise<void> {
+    await this.cache?.close();
+    this.cache = null;
+  }
+}

@@ -1,0 +1,489 @@
+/**
+ * Marketplace task routes (SPEC 3, 4.4a; DESIGN.md sections 6 "Marketplace escrow" and 10):
+ *
+ *   POST /market/tasks                          DID-signed; poster passport on the ledger
+ *   POST /market/tasks/signed                   posterDid + posterPrivateKey: the schedule is signed here (funded)
+ *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed)
+ *   POST .../claim, .../claim-with-key          claimer passport on the ledger
+ *   POST .../deliver, .../deliver-with-key      resultBody <= 4096 bytes or resultIpfs
+ *   POST .../cancel, .../increase-reward        DID-signed, poster only
+ *   POST .../complete (DID-signed), .../complete-with-key
+ *                                               with escrow: posterPrivateKey signs the pending schedules here;
+ *                                               without escrow: the directPayment hook of payment.ts
+ *   GET  .../escrow-status
+ *
+ * Handlers are thin: rules come from domain/market.ts, side effects happen in the taskLifecycle
+ * workflow (one per task). A private key from a body signs inside this process only (ScheduleSign
+ * bytes), is never logged, stored or handed to a workflow; -with-key variants prove the DID by the key.
+ */
+import type { FastifyReply } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { v7 as uuidv7 } from 'uuid';
+import type { AppContext } from '../../context.js';
+import { ApiError } from '../../errors.js';
+import { errorResponses } from '../../schemas/common.js';
+import {
+  claimBodySchema,
+  claimWithKeyBodySchema,
+  completeBodySchema,
+  completeWithKeyBodySchema,
+  deliverBodySchema,
+  deliverWithKeyBodySchema,
+  escrowStatusSchema,
+  increaseRewardBodySchema,
+  posterBodySchema,
+  taskIdParams,
+  taskListQuerySchema,
+  taskListSchema,
+  taskPostBodySchema,
+  taskPostSignedBodySchema,
+  taskSchema,
+} from '../../schemas/market.js';
+import {
+  hbarToTinybars,
+  isResultBodyTooLarge,
+  isResultIpfs,
+  RESULT_BODY_MAX_BYTES,
+  type TaskRecord,
+  type VerifierType,
+} from '../../../domain/market.js';
+import type { PrivateKey } from '../../../ledger/keys.js';
+import {
+  cancelUpdate,
+  claimUpdate,
+  completeUpdate,
+  deliverUpdate,
+  fundUpdate,
+  increaseRewardUpdate,
+  syncUpdate,
+  TASK_WORKFLOW_TYPE,
+  taskWorkflowId,
+  type TaskLifecycleInput,
+} from '../../../workflows/taskTypes.js';
+import { startOrAttach } from '../../workflowCalls.js';
+import {
+  loadTask,
+  marketState,
+  partyOf,
+  pendingSchedules,
+  pendingTask,
+  refuseEarly,
+  requireActivePassport,
+  requireOwnKey,
+  runTaskUpdate,
+  sha256Hex,
+  signScheduleSigns,
+  TaskPending,
+  taskResponse,
+} from './shared.js';
+
+type PostBody = {
+  posterDid: string;
+  title: string;
+  description?: string;
+  priceHbar: number;
+  capabilities?: string[];
+  verifierType?: VerifierType;
+  verifierConfig?: Record<string, unknown>;
+  deadline?: string;
+  escrow?: boolean;
+};
+
+const VERIFIER_CONFIG_MAX_BYTES = 16_384;
+
+/** The verifier settings a type needs (the verifiers themselves are activities/web/taskVerifier.ts). */
+function checkVerifier(type: VerifierType, config: Record<string, unknown> | undefined): void {
+  if (config && Buffer.byteLength(JSON.stringify(config)) > VERIFIER_CONFIG_MAX_BYTES) {
+    throw new ApiError('invalid_request', `verifierConfig is over ${VERIFIER_CONFIG_MAX_BYTES} bytes`, { hint: 'Keep the verifier settings small' });
+  }
+  if (type === 'http') {
+    const url = config?.url;
+    if (typeof url !== 'string' || !/^https?:\/\/[^\s]{1,500}$/.test(url)) {
+      throw new ApiError('invalid_request', 'verifierType http needs verifierConfig.url (http or https)', { hint: 'verifierConfig: { "url": "https://verifier.example/check" }' });
+    }
+  }
+  if (type === 'json_schema' && (typeof config?.schema !== 'object' || config.schema === null)) {
+    throw new ApiError('invalid_request', 'verifierType json_schema needs verifierConfig.schema (a JSON Schema object)', { hint: 'verifierConfig: { "schema": { "type": "object" } }' });
+  }
+  if (type === 'sha256' && config?.sha256 !== undefined && !(typeof config.sha256 === 'string' && /^[0-9a-f]{64}$/i.test(config.sha256))) {
+    throw new ApiError('invalid_request', 'verifierConfig.sha256 must be 64 hex characters', { hint: 'The expected sha256 of resultBody, or leave it out' });
+  }
+}
+
+const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+  const state = marketState(ctx);
+  const deployment = ctx.ledger!.deployment;
+  app.addHook('onClose', async () => {
+    await state.book.close();
+  });
+
+  /** Answers a step's outcome, or 202 when it is still running. */
+  async function answer(reply: FastifyReply, run: () => Promise<TaskRecord>) {
+    try {
+      return taskResponse(await run());
+    } catch (err) {
+      if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
+      throw err;
+    }
+  }
+
+  // ---------------------------------------------------------------- posting
+
+  function newTask(body: PostBody): TaskRecord {
+    const priceTinybars = hbarToTinybars(body.priceHbar);
+    if (priceTinybars === null) throw new ApiError('invalid_request', 'priceHbar must be a positive number of HBAR with at most 8 decimals', { hint: 'e.g. 2.5' });
+    const verifierType = body.verifierType ?? 'none';
+    checkVerifier(verifierType, body.verifierConfig);
+    if (body.deadline && Date.parse(body.deadline) <= Date.now()) {
+      throw new ApiError('invalid_request', 'deadline is in the past', { hint: 'Send a future ISO time, or leave it out' });
+    }
+    const now = new Date().toISOString();
+    return {
+      taskId: uuidv7(),
+      title: body.title,
+      description: body.description ?? '',
+      priceHbar: body.priceHbar,
+      priceTinybars: priceTinybars.toString(),
+      capabilities: [...new Set(body.capabilities ?? [])],
+      status: 'posted',
+      posterDid: body.posterDid,
+      claimerDid: null,
+      scheduleId: null,
+      topUpScheduleId: null,
+      escrowStatus: 'none',
+      escrowedTinybars: '0',
+      verificationAttempts: 0,
+      verifierType,
+      verifierConfig: body.verifierConfig ?? null,
+      deadline: body.deadline ? new Date(body.deadline).toISOString() : null,
+      resultBody: null,
+      resultIpfs: null,
+      resultSha256: null,
+      paymentTxId: null,
+      refundTxId: null,
+      feeBps: ctx.config.MARKET_FEE_BPS,
+      escrow: body.escrow ?? true,
+      createdAt: now,
+      updatedAt: now,
+    };
+  }
+
+  /** Starts the task's workflow and waits for the posting step (the schedule exists afterwards). */
+  async function post(body: PostBody): Promise<TaskRecord> {
+    const poster = partyOf(ctx, body.posterDid, 'posterDid');
+    const task = newTask(body);
+    await requireActivePassport(ctx, poster, 'poster');
+    const input: TaskLifecycleInput = { task, timings: state.taskTimings };
+    await startOrAttach(ctx, TASK_WORKFLOW_TYPE, taskWorkflowId(task.taskId), input, {
+      staticSummary: `${task.title.slice(0, 80)} | ${task.priceHbar} HBAR`,
+      staticDetails: [
+        `**Task** ${task.taskId}`,
+        `**Price** ${task.priceHbar} HBAR (${task.escrow ? 'escrow' : 'direct payment'}, fee ${task.feeBps} bps)`,
+        `**Poster** ${task.posterDid}`,
+        task.deadline ? `**Deadline** ${task.deadline}` : '',
+        `**Verifier** ${task.verifierType}`,
+      ]
+        .filter(Boolean)
+        .join('\n'),
+    });
+    const posted = await runTaskUpdate(ctx, task, syncUpdate);
+    if (posted.status === 'cancelled') {
+      throw new ApiError('invalid_request', 'The escrow schedule could not be created for this poster', { hint: 'The poster account must exist and hold the price' });
+    }
+    return posted;
+  }
+
+  const postResponses = { 200: taskSchema, ...errorResponses(202, 400, 401, 403, 500, 502, 503) };
+
+  app.post(
+    '/market/tasks',
+    {
+      schema: {
+        tags: ['market'],
+        summary: 'Post a task (DID signature headers; the signed DID must be posterDid)',
+        description:
+          'Creates the task and, unless escrow is false, a scheduled transfer of the price from the poster to the escrow account (escrowStatus scheduled). ' +
+          'The poster signs the schedule at completion (posterPrivateKey), or at once with POST /market/tasks/signed (funded).',
+        body: taskPostBodySchema,
+        response: postResponses,
+      },
+      preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
+    },
+    async (request, reply) => answer(reply, () => post(request.body)),
+  );
+
+  app.post(
+    '/market/tasks/signed',
+    {
+      schema: {
+        tags: ['market'],
+        summary: "Post a task and fund its escrow with the poster's key",
+        description:
+          'posterPrivateKey signs the escrow schedule (a ScheduleSign paid by the service) inside this process; it is never stored, logged or returned. ' +
+          'The schedule executes and the price sits in the escrow account: escrowStatus funded.',
+        body: taskPostSignedBodySchema,
+        response: postResponses,
+      },
+    },
+    async (request, reply) => {
+      const { posterPrivateKey, ...body } = request.body;
+      const poster = partyOf(ctx, body.posterDid, 'posterDid');
+      const key = await requireOwnKey(ctx, poster, posterPrivateKey, 'posterPrivateKey');
+      let task: TaskRecord;
+      try {
+        task = await post(body);
+      } catch (err) {
+        if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
+        throw err;
+      }
+      if (!task.escrow || task.escrowStatus !== 'scheduled') return taskResponse(task);
+      return answer(reply, async () =>
+        runTaskUpdate(ctx, task, fundUpdate, { posterDid: task.posterDid, scheduleSigns: await signScheduleSigns(ctx, pendingSchedules(task), key) }),
+      );
+    },
+  );
+
+  // ---------------------------------------------------------------- reads
+
+  app.get(
+    '/market/tasks',
+    {
+      schema: {
+        tags: ['market'],
+        summary: 'Tasks, newest first (filters: capability, status, posterDid, claimerDid; limit 1-100, default 20; offset)',
+        querystring: taskListQuerySchema,
+        response: { 200: taskListSchema, ...errorResponses(400, 500, 503) },
+      },
+    },
+    async (request) => {
+      const { limit, offset, ...filter } = request.query;
+      await state.book.ready();
+      const { tasks, total } = state.book.page(filter, limit, offset);
+      return { tasks: tasks.map(taskResponse), count: tasks.length, total, limit, offset };
+    },
+  );
+
+  app.get(
+    '/market/tasks/:taskId',
+    {
+      schema: { tags: ['market'], summary: 'One task', params: taskIdParams, response: { 200: taskSchema, ...errorResponses(404, 503) } },
+    },
+    async (request) => taskResponse(await loadTask(state, request.params.taskId)),
+  );
+
+  app.get(
+    '/market/tasks/:taskId/escrow-status',
+    {
+      schema: {
+        tags: ['market'],
+        summary: "The task's escrow: schedule, status, verification attempts, verifier, price",
+        params: taskIdParams,
+        response: { 200: escrowStatusSchema, ...errorResponses(404, 503) },
+      },
+    },
+    async (request) => {
+      const t = await loadTask(state, request.params.taskId);
+      return {
+        taskId: t.taskId,
+        scheduleId: t.scheduleId,
+        topUpScheduleId: t.topUpScheduleId,
+        escrowStatus: t.escrowStatus,
+        verificationAttempts: t.verificationAttempts,
+        verifierType: t.verifierType,
+        priceHbar: t.priceHbar,
+        escrowAccountId: deployment.escrow,
+        _links: {
+          task: { href: `/market/tasks/${t.taskId}` },
+          ...(t.scheduleId ? { schedule: { href: `${deployment.mirrorUrl.replace(/\/$/, '')}/api/v1/schedules/${t.scheduleId}` } } : {}),
+        },
+      };
+    },
+  );
+
+  // ---------------------------------------------------------------- claim
+
+  const stepResponses = (...extra: number[]) => ({ 200: taskSchema, ...errorResponses(202, 400, 401, 403, 404, 500, 502, 503, ...extra) });
+
+  async function claim(reply: FastifyReply, taskId: string, claimerDid: string) {
+    const claimer = partyOf(ctx, claimerDid, 'claimerDid');
+    const task = await loadTask(state, taskId);
+    refuseEarly('claim', task, claimerDid);
+    await requireActivePassport(ctx, claimer, 'claimer');
+    return answer(reply, () => runTaskUpdate(ctx, task, claimUpdate, { claimerDid }));
+  }
+
+  app.post(
+    '/market/tasks/:taskId/claim',
+    {
+      schema: { tags: ['market'], summary: 'Claim a posted task (DID signature headers; the signed DID must be claimerDid)', params: taskIdParams, body: claimBodySchema, response: stepResponses(409) },
+      preHandler: app.signedRequest((request) => (request.body as { claimerDid: string }).claimerDid),
+    },
+    async (request, reply) => claim(reply, request.params.taskId, request.body.claimerDid),
+  );
+
+  app.post(
+    '/market/tasks/:taskId/claim-with-key',
+    {
+      schema: { tags: ['market'], summary: "Claim a posted task, proving the claimer by the account's key", params: taskIdParams, body: claimWithKeyBodySchema, response: stepResponses(409) },
+    },
+    async (request, reply) => {
+      await requireOwnKey(ctx, partyOf(ctx, request.body.claimerDid, 'claimerDid'), request.body.claimerPrivateKey, 'claimerPrivateKey');
+      return claim(reply, request.params.taskId, request.body.claimerDid);
+    },
+  );
+
+  // ---------------------------------------------------------------- deliver
+
+  async function deliver(reply: FastifyReply, taskId: string, body: { claimerDid: string; resultBody?: string; resultIpfs?: string }) {
+    partyOf(ctx, body.claimerDid, 'claimerDid');
+    if (body.resultBody === undefined && body.resultIpfs === undefined) {
+      throw new ApiError('invalid_request', 'A result is missing: send resultBody or resultIpfs', { hint: `resultBody up to ${RESULT_BODY_MAX_BYTES} bytes, or resultIpfs` });
+    }
+    if (body.resultBody !== undefined && isResultBodyTooLarge(body.resultBody)) {
+      throw new ApiError('invalid_request', `resultBody is over ${RESULT_BODY_MAX_BYTES} bytes`, { hint: 'Store larger results elsewhere and send resultIpfs (ipfs://<CID>)' });
+    }
+    if (body.resultIpfs !== undefined && !isResultIpfs(body.resultIpfs)) {
+      throw new ApiError('invalid_request', 'resultIpfs is not an IPFS reference', { hint: 'Use ipfs://<CID>[/path]' });
+    }
+    const task = await loadTask(state, taskId);
+    refuseEarly('deliver', task, body.claimerDid);
+    const args = {
+      claimerDid: body.claimerDid,
+      ...(body.resultBody !== undefined ? { resultBody: body.resultBody, resultSha256: sha256Hex(body.resultBody) } : {}),
+      ...(body.resultIpfs !== undefined ? { resultIpfs: body.resultIpfs } : {}),
+    };
+    return answer(reply, () => runTaskUpdate(ctx, task, deliverUpdate, args));
+  }
+
+  app.post(
+    '/market/tasks/:taskId/deliver',
+    {
+      schema: {
+        tags: ['market'],
+        summary: 'Deliver a result (claimer only; DID signature headers): resultBody at most 4096 bytes, or resultIpfs',
+        params: taskIdParams,
+        body: deliverBodySchema,
+        response: stepResponses(409),
+      },
+      preHandler: app.signedRequest((request) => (request.body as { claimerDid: string }).claimerDid),
+    },
+    async (request, reply) => deliver(reply, request.params.taskId, request.body),
+  );
+
+  app.post(
+    '/market/tasks/:taskId/deliver-with-key',
+    {
+      schema: { tags: ['market'], summary: "Deliver a result, proving the claimer by the account's key", params: taskIdParams, body: deliverWithKeyBodySchema, response: stepResponses(409) },
+    },
+    async (request, reply) => {
+      const { claimerPrivateKey, ...body } = request.body;
+      await requireOwnKey(ctx, partyOf(ctx, body.claimerDid, 'claimerDid'), claimerPrivateKey, 'claimerPrivateKey');
+      return deliver(reply, request.params.taskId, body);
+    },
+  );
+
+  // ---------------------------------------------------------------- poster steps
+
+  app.post(
+    '/market/tasks/:taskId/cancel',
+    {
+      schema: {
+        tags: ['market'],
+        summary: 'Cancel a task (poster; DID signature headers): the schedule is deleted (cancelled) or the escrow refunded (refunded)',
+        params: taskIdParams,
+        body: posterBodySchema,
+        response: stepResponses(),
+      },
+      preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
+    },
+    async (request, reply) => {
+      const task = await loadTask(state, request.params.taskId);
+      refuseEarly('cancel', task, request.body.posterDid);
+      return answer(reply, () => runTaskUpdate(ctx, task, cancelUpdate, { posterDid: request.body.posterDid, reason: request.body.reason }));
+    },
+  );
+
+  app.post(
+    '/market/tasks/:taskId/increase-reward',
+    {
+      schema: {
+        tags: ['market'],
+        summary: 'Raise the price (poster; posted or claimed): a scheduled escrow is replaced, a funded one gets a top-up schedule',
+        params: taskIdParams,
+        body: increaseRewardBodySchema,
+        response: stepResponses(),
+      },
+      preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
+    },
+    async (request, reply) => {
+      const task = await loadTask(state, request.params.taskId);
+      refuseEarly('increaseReward', task, request.body.posterDid);
+      return answer(reply, () => runTaskUpdate(ctx, task, increaseRewardUpdate, request.body));
+    },
+  );
+
+  // ---------------------------------------------------------------- complete
+
+  async function complete(reply: FastifyReply, taskId: string, body: { posterDid: string; posterPrivateKey?: string; txBytes?: string; publicKey?: string; signature?: string }) {
+    const poster = partyOf(ctx, body.posterDid, 'posterDid');
+    const task = await loadTask(state, taskId);
+    refuseEarly('complete', task, body.posterDid);
+    if (task.escrow) {
+      if (!body.posterPrivateKey) {
+        throw new ApiError('invalid_request', 'This task is paid from escrow: posterPrivateKey is required (a signature-only transfer cannot release it)', {
+          hint: 'Send posterPrivateKey, or use POST /market/tasks/{taskId}/complete-with-key',
+        });
+      }
+      if (body.txBytes || body.signature || body.publicKey) {
+        throw new ApiError('invalid_request', 'This task is paid from escrow: txBytes, publicKey and signature are not accepted', { hint: 'Send posterDid and posterPrivateKey only' });
+      }
+      const key: PrivateKey = await requireOwnKey(ctx, poster, body.posterPrivateKey, 'posterPrivateKey');
+      const scheduleSigns = await signScheduleSigns(ctx, pendingSchedules(task), key);
+      return answer(reply, () => runTaskUpdate(ctx, task, completeUpdate, { posterDid: body.posterDid, scheduleSigns }));
+    }
+    if (!state.directPayment) {
+      throw new ApiError('invalid_request', 'Completing a task without escrow is not available on this server', { hint: 'Post tasks with escrow' });
+    }
+    const directTransferBytes = await state.directPayment({ task, body });
+    return answer(reply, () => runTaskUpdate(ctx, task, completeUpdate, { posterDid: body.posterDid, directTransferBytes }));
+  }
+
+  app.post(
+    '/market/tasks/:taskId/complete',
+    {
+      schema: {
+        tags: ['market'],
+        summary: 'Complete a delivered task and pay the claimer (poster; DID signature headers)',
+        description:
+          'With escrow (scheduleId present): posterPrivateKey is required, signs the pending escrow schedule here (memory only), then the escrow ' +
+          'account pays the claimer the price less MARKET_FEE_BPS and the treasury the fee (escrowStatus released, paymentTxId). ' +
+          'Without escrow: txBytes + publicKey + signature of the transfer from POST prepare-payment, or posterPrivateKey.',
+        params: taskIdParams,
+        body: completeBodySchema,
+        response: stepResponses(),
+      },
+      preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
+    },
+    async (request, reply) => complete(reply, request.params.taskId, request.body),
+  );
+
+  app.post(
+    '/market/tasks/:taskId/complete-with-key',
+    {
+      schema: {
+        tags: ['market'],
+        summary: "Complete a delivered task with the poster's key: signs, submits, pays; returns paymentTxId",
+        params: taskIdParams,
+        body: completeWithKeyBodySchema,
+        response: stepResponses(),
+      },
+    },
+    async (request, reply) => {
+      await requireOwnKey(ctx, partyOf(ctx, request.body.posterDid, 'posterDid'), request.body.posterPrivateKey, 'posterPrivateKey');
+      return complete(reply, request.params.taskId, request.body);
+    },
+  );
+
+};
+
+export default marketTaskRoutes;

@@ -1,0 +1,141 @@
+/** zod schemas of the marketplace routes (SPEC 2 "Task", 4.4a; DESIGN.md section 10 "Marketplace"). */
+import { z } from 'zod';
+import {
+  DESCRIPTION_MAX,
+  ESCROW_STATUSES,
+  PRICE_HBAR_MAX,
+  RESULT_BODY_MAX_BYTES,
+  RESULT_IPFS_MAX,
+  TASK_CAPABILITIES_MAX,
+  TASK_CAPABILITY_MAX_LENGTH,
+  TASK_STATUSES,
+  TITLE_MAX,
+  TITLE_MIN,
+  VERIFIER_TYPES,
+} from '../../domain/market.js';
+import { didString, linkMapSchema, paginationQuery } from './common.js';
+
+const privateKeyString = (who: string) =>
+  z.string().min(1).max(256).describe(`The ${who} account's private key (DER hex, or 0x-hex ECDSA). Used in memory to sign, never stored, logged or returned`);
+
+export const taskCapabilityString = z
+  .string()
+  .min(1)
+  .max(TASK_CAPABILITY_MAX_LENGTH)
+  .regex(/^[a-z0-9][a-z0-9_.-]*$/, 'lower-case letters, digits, _ . -');
+
+export const priceHbarNumber = z.number().positive().max(PRICE_HBAR_MAX).describe('Price in HBAR (at most 8 decimals: 1 tinybar)');
+
+const postFields = {
+  posterDid: didString.describe('The poster (did:hedera:{network}:{accountId}); must hold an active passport'),
+  title: z.string().min(TITLE_MIN).max(TITLE_MAX),
+  description: z.string().max(DESCRIPTION_MAX).optional(),
+  priceHbar: priceHbarNumber,
+  capabilities: z.array(taskCapabilityString).max(TASK_CAPABILITIES_MAX).optional().describe('Capabilities a claimer needs (the list filter matches them)'),
+  verifierType: z.enum(VERIFIER_TYPES).optional().describe('How POST /verify checks a delivery (default none)'),
+  verifierConfig: z
+    .record(z.string().max(64), z.unknown())
+    .optional()
+    .describe('Verifier settings: http {url}, json_schema {schema}, sha256 {sha256?}'),
+  deadline: z.iso.datetime({ offset: true }).optional().describe('ISO time; an unfinished task is cancelled and refunded then'),
+  escrow: z.boolean().optional().describe('Hold the price in escrow as a scheduled transfer (default true); false: the poster pays the claimer directly at completion'),
+};
+
+export const taskPostBodySchema = z.object(postFields).strict().meta({ id: 'TaskPost' });
+export const taskPostSignedBodySchema = z
+  .object({ ...postFields, posterPrivateKey: privateKeyString('poster') })
+  .strict()
+  .meta({ id: 'TaskPostSigned' });
+
+export const taskIdParams = z.object({ taskId: z.string().min(1).max(64) });
+
+export const claimBodySchema = z.object({ claimerDid: didString }).strict().meta({ id: 'TaskClaim' });
+export const claimWithKeyBodySchema = z.object({ claimerDid: didString, claimerPrivateKey: privateKeyString('claimer') }).strict().meta({ id: 'TaskClaimWithKey' });
+
+// resultBody is bounded by bytes in the handler (400 above 4096 bytes of UTF-8); the character
+// bound here only keeps absurd bodies out.
+const deliverFields = {
+  claimerDid: didString,
+  resultBody: z.string().max(RESULT_BODY_MAX_BYTES * 4).optional().describe(`The result, at most ${RESULT_BODY_MAX_BYTES} bytes of UTF-8`),
+  resultIpfs: z.string().max(RESULT_IPFS_MAX).optional().describe('A result stored elsewhere: ipfs://<CID>[/path]'),
+};
+export const deliverBodySchema = z.object(deliverFields).strict().meta({ id: 'TaskDeliver' });
+export const deliverWithKeyBodySchema = z.object({ ...deliverFields, claimerPrivateKey: privateKeyString('claimer') }).strict().meta({ id: 'TaskDeliverWithKey' });
+
+export const posterBodySchema = z.object({ posterDid: didString, reason: z.string().max(500).optional() }).strict().meta({ id: 'TaskPosterAction' });
+export const increaseRewardBodySchema = z.object({ posterDid: didString, newPriceHbar: priceHbarNumber }).strict().meta({ id: 'TaskIncreaseReward' });
+
+export const completeBodySchema = z
+  .object({
+    posterDid: didString,
+    posterPrivateKey: privateKeyString('poster').optional(),
+    txBytes: z.string().min(1).max(16_384).regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64').optional().describe('Tasks without escrow: the payment transfer (POST prepare-payment)'),
+    publicKey: z.string().max(200).optional(),
+    signature: z.string().max(300).optional(),
+  })
+  .strict()
+  .meta({ id: 'TaskComplete' });
+export const completeWithKeyBodySchema = z.object({ posterDid: didString, posterPrivateKey: privateKeyString('poster') }).strict().meta({ id: 'TaskCompleteWithKey' });
+
+export const taskSchema = z
+  .object({
+    taskId: z.string(),
+    title: z.string(),
+    description: z.string(),
+    priceHbar: z.number(),
+    capabilities: z.array(z.string()),
+    status: z.enum(TASK_STATUSES),
+    posterDid: z.string(),
+    claimerDid: z.string().nullable(),
+    scheduleId: z.string().nullable(),
+    topUpScheduleId: z.string().nullable(),
+    escrowStatus: z.enum(ESCROW_STATUSES),
+    escrow: z.boolean(),
+    verificationAttempts: z.number(),
+    verifierType: z.enum(VERIFIER_TYPES),
+    verifierConfig: z.record(z.string(), z.unknown()).nullable(),
+    deadline: z.string().nullable(),
+    resultBody: z.string().nullable(),
+    resultIpfs: z.string().nullable(),
+    resultSha256: z.string().nullable(),
+    paymentTxId: z.string().nullable(),
+    refundTxId: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    _links: linkMapSchema.optional(),
+  })
+  .meta({ id: 'Task' });
+
+export const taskListQuerySchema = z
+  .object({
+    ...paginationQuery,
+    capability: taskCapabilityString.optional(),
+    status: z.enum(TASK_STATUSES).optional(),
+    posterDid: didString.optional(),
+    claimerDid: didString.optional(),
+  })
+  .strict();
+
+export const taskListSchema = z
+  .object({
+    tasks: z.array(taskSchema),
+    count: z.number(),
+    total: z.number(),
+    limit: z.number(),
+    offset: z.number(),
+  })
+  .meta({ id: 'TaskList' });
+
+export const escrowStatusSchema = z
+  .object({
+    taskId: z.string(),
+    scheduleId: z.string().nullable(),
+    topUpScheduleId: z.string().nullable(),
+    escrowStatus: z.enum(ESCROW_STATUSES),
+    verificationAttempts: z.number(),
+    verifierType: z.enum(VERIFIER_TYPES),
+    priceHbar: z.number(),
+    escrowAccountId: z.string(),
+    _links: linkMapSchema.optional(),
+  })
+  .meta({ id: 'TaskEscrowStatus' });
