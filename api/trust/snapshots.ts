@@ -37,7 +37,7 @@ import { trustSignerFor, type TrustSigner } from './signingKey.js';
 /** Largest body a probe reads (an OpenAPI document can be large; the cap is still small). */
 export const PROBE_MAX_BYTES = 256 * 1024;
 /** Most domains kept in the cache; the oldest go first. */
-const CACHE_MAX_DOMAINS = 5_000;
+const CACHE_MAX_DOMAINS = 1_000;
 
 /** SPEC domain_ownership before any challenge (also what part 2's table gives when empty). */
 export const OWNERSHIP_NONE: DomainOwnership = { method: 'none', verified: false, verified_at: null, challenge_token: '', proof: '' };
