@@ -75,9 +75,14 @@ describe('domain ownership challenges (DNS server, loopback sites, Temporal, Pos
     RATE_LIMIT_MAX: '100000',
   });
 
+  /** workflow ids of the challenges handed out, so the ones still open are ended with the file */
+  const started = new Set<string>();
   const get = async (a: FastifyInstance, url: string) => {
     const res = await a.inject({ method: 'GET', url });
-    return { status: res.statusCode, body: res.json() as Json };
+    const body = res.json() as Json;
+    const m = /^\/api\/trust\/([^/]+)\/challenge$/.exec(url);
+    if (res.statusCode === 200 && m) started.add(domainOwnershipWorkflowId(decodeURIComponent(m[1]!).toLowerCase().replace(/\.$/, ''), body.token));
+    return { status: res.statusCode, body };
   };
   const verify = async (domain: string, body: unknown, a = app) => {
     const res = await a.inject({ method: 'POST', url: `/api/trust/${domain}/verify-ownership`, payload: body as object });
@@ -104,6 +109,7 @@ describe('domain ownership challenges (DNS server, loopback sites, Temporal, Pos
   }, 120_000);
 
   afterAll(async () => {
+    for (const id of started) await t?.client.workflow.getHandle(id).terminate('test over').catch(() => undefined);
     await app?.close();
     await shortApp?.close();
     if (worker?.getState() === 'RUNNING') worker.shutdown();
