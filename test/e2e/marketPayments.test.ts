@@ -40,7 +40,7 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
   /** A task posted without escrow, started as the posting route starts it, then claimed and (optionally) delivered. */
   async function deliveredTask(
     p: TestAgent,
-    opts: { priceHbar?: number; verifierType?: VerifierType; verifierConfig?: Record<string, unknown> | null; resultBody?: string; deliver?: boolean } = {},
+    opts: { priceHbar?: number; verifierType?: VerifierType; verifierConfig?: Record<string, unknown> | null; resultBody?: string; deliver?: boolean; escrow?: boolean } = {},
   ): Promise<{ taskId: string; handle: WorkflowHandle }> {
     const taskId = uuidv7();
     const now = new Date().toISOString();
@@ -69,7 +69,7 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
       paymentTxId: null,
       refundTxId: null,
       feeBps: FEE_BPS,
-      escrow: false,
+      escrow: opts.escrow ?? false,
       createdAt: now,
       updatedAt: now,
     };
@@ -98,7 +98,7 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
     const tx = await ps.stack.ledger.mirror.getTransaction(paymentTxId);
     expect(tx?.result).toBe('SUCCESS');
     expect(tx?.name).toBe('CRYPTOTRANSFER');
-    expect(Buffer.from(String(tx?.memo_base64), 'base64').toString()).toBe(`task:${taskId}`);
+    expect(Buffer.from(String(tx?.memo_base64), 'base64').toString()).toBe(`task ${taskId} payment`);
     const txFee = BigInt(tx!.charged_tx_fee ?? 0);
     expect(await balance(claimer.accountId)).toBe(before.claimer + claimerTinybars);
     expect(await balance(treasury)).toBe(before.treasury + feeTinybars);
@@ -196,7 +196,7 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
         priceTinybars: '1250000000',
         claimerTinybars: claimerTinybars.toString(),
         feeTinybars: feeTinybars.toString(),
-        memo: `task:${taskId}`,
+        memo: `task ${taskId} payment`,
       });
       const tx = Transaction.fromBytes(Buffer.from(r.body.txBytes, 'base64'));
       expect(tx.transactionId!.toString()).toBe(r.body.txId);
@@ -207,8 +207,16 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
       const { taskId } = await deliveredTask(poster, { deliver: false });
       const early = await signedPost(`/market/tasks/${taskId}/prepare-payment`, poster, { posterDid: poster.did });
       expect(early.status).toBe(400);
-      const other = await signedPost(`/market/tasks/${taskId}/prepare-payment`, claimer, { posterDid: claimer.did });
+      // the status is checked first (SPEC 3 order); on a delivered task another DID is 403
+      const delivered = await deliveredTask(poster);
+      const other = await signedPost(`/market/tasks/${delivered.taskId}/prepare-payment`, claimer, { posterDid: claimer.did });
       expect(other.status).toBe(403);
+      expect(other.body.code).toBe('auth_did_mismatch');
+      // a task paid from escrow has no transfer to sign
+      const escrowed = await deliveredTask(poster, { escrow: true });
+      const esc = await signedPost(`/market/tasks/${escrowed.taskId}/prepare-payment`, poster, { posterDid: poster.did });
+      expect(esc.status).toBe(400);
+      expect(esc.body.error).toMatch(/escrow/);
       const missing = await signedPost(`/market/tasks/${uuidv7()}/prepare-payment`, poster, { posterDid: poster.did });
       expect(missing.status).toBe(404);
       expect(missing.body.code).toBe('market_task_not_found');

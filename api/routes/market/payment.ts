@@ -2,7 +2,7 @@
  * Payment of a task WITHOUT escrow (SPEC 4.4a prepare-payment and complete; DESIGN.md 8): the
  * poster pays the claimer directly with one CryptoTransfer, paid and signed by the poster's own
  * account: poster -price, claimer +(price - fee), treasury +fee (fee = the task's feeBps of the
- * price, rounded down), memo "task:{taskId}". Nothing of it passes through the escrow account.
+ * price, rounded down), memo "task {taskId} payment". Nothing of it passes through the escrow account.
  *
  *   POST /market/tasks/{taskId}/prepare-payment   (DID-signed, posterDid) the frozen, unsigned
  *        transfer (base64), its transaction id, the resolved account ids and amounts. 400 when the
@@ -47,7 +47,7 @@ export const PAYMENT_RECIPE =
   'signed with the SDK (Transaction.fromBytes(txBytes).sign(key).toBytes()), or posterPrivateKey.';
 
 export function paymentMemo(taskId: string): string {
-  return `task:${taskId}`;
+  return `task ${taskId} payment`;
 }
 
 function accountOf(did: string | null, role: string): string {
@@ -182,7 +182,7 @@ const paymentRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { 
         summary: 'The frozen payment transfer of a delivered task without escrow, to sign offline',
         description:
           'DID signature headers are required and the signed DID must be posterDid. Answers base64 txBytes of a frozen, unsigned ' +
-          'CryptoTransfer paid by the poster: poster -price, claimer +(price - fee), treasury +fee, memo task:{taskId}, for one node, ' +
+          'CryptoTransfer paid by the poster: poster -price, claimer +(price - fee), treasury +fee, memo "task {taskId} payment", for one node, ' +
           'valid 120 s, with its txId and the resolved account ids and amounts. Nothing is signed or submitted. ' +
           PAYMENT_RECIPE +
           ' 400 when the task is not delivered, has no claimer or is paid from escrow.',
