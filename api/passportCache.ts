@@ -12,13 +12,13 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from './errors.js';
 import type { Sql } from 'postgres';
-import { startLiveCache, type LiveCache } from '../db/liveCache.js';
+import { shareLiveCache, sharedLiveCache, type LiveCache } from '../db/liveCache.js';
 import { CHANNELS } from '../db/notify.js';
 import { findPassport, listAllPassports, passportKey, type PassportRow } from '../db/queries/passports.js';
 
 export type PassportCache = LiveCache<PassportRow, 'byAccount'>;
 
-const CACHES = new WeakMap<Sql, { cache: PassportCache; users: number }>();
+const NAME = 'passports';
 
 function parseKey(payload: string): string | null {
   return /^\d+\.\d+\.\d+\/\d+$/.test(payload) ? payload : null;
@@ -26,40 +26,29 @@ function parseKey(payload: string): string | null {
 
 /** The process's passport cache over this pool, started on first use and closed with the last app using it. */
 export function usePassportCache(app: FastifyInstance, sql: Sql): PassportCache {
-  let entry = CACHES.get(sql);
-  if (!entry) {
-    const cache: PassportCache = startLiveCache(
-      sql,
-      {
-        name: 'passports',
-        channel: CHANNELS.passport,
-        keyOf: (p) => passportKey(p.token_id, p.serial),
-        keyOfPayload: parseKey,
-        loadAll: listAllPassports,
-        loadKey: async (s, key) => {
-          const [tokenId, serial] = key.split('/');
-          return findPassport(s, tokenId!, BigInt(serial!));
-        },
-        indexes: { byAccount: (p) => p.account_id },
+  const { cache, release } = shareLiveCache(
+    sql,
+    {
+      name: NAME,
+      channel: CHANNELS.passport,
+      keyOf: (p: PassportRow) => passportKey(p.token_id, p.serial),
+      keyOfPayload: parseKey,
+      loadAll: listAllPassports,
+      loadKey: async (s, key) => {
+        const [tokenId, serial] = key.split('/');
+        return findPassport(s, tokenId!, BigInt(serial!));
       },
-      { onError: (err) => app.log.warn({ err }, 'passport cache: load failed, retrying') },
-    );
-    entry = { cache, users: 0 };
-    CACHES.set(sql, entry);
-  }
-  entry.users++;
-  const mine = entry;
-  app.addHook('onClose', async () => {
-    if (--mine.users > 0) return;
-    if (CACHES.get(sql) === mine) CACHES.delete(sql);
-    await mine.cache.close();
-  });
-  return entry.cache;
+      indexes: { byAccount: (p: PassportRow) => p.account_id },
+    },
+    { onError: (err) => app.log.warn({ err }, 'passport cache: load failed, retrying') },
+  );
+  app.addHook('onClose', release);
+  return cache;
 }
 
 /** Read-your-writes after this process changed a passport: reload it now (bounded wait). */
 export async function passportChanged(sql: Sql, tokenId: string, serial: number | bigint): Promise<void> {
-  await CACHES.get(sql)?.cache.refresh(passportKey(tokenId, serial));
+  await sharedLiveCache<PassportRow, 'byAccount'>(sql, NAME)?.refresh(passportKey(tokenId, serial));
 }
 
 /** The active passport of an account on a network, if any. */

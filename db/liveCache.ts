@@ -17,6 +17,7 @@
  *   });
  *
  *   // 2. one cache per process (per sql pool), started with the app, closed on app close
+ *   //    (shareLiveCache below does the sharing and the closing for route groups)
  *   const agents = startLiveCache(sql, {
  *     name: 'agents',
  *     channel: CHANNELS.agent,
@@ -321,6 +322,48 @@ export class LiveCache<V, I extends string = never> {
       }
     }
   }
+}
+
+const SHARED = new WeakMap<Sql, Map<string, { cache: LiveCache<unknown, string>; users: number }>>();
+
+/**
+ * The process's cache named `spec.name` over this pool: started by the first caller, shared by the
+ * later ones (one LISTEN, one copy of the rows however many route groups or apps read it), closed
+ * when the last caller releases it. In a fastify plugin:
+ *
+ *   const { cache, release } = shareLiveCache(sql, spec, { onError: (err) => app.log.warn({ err }, '...') });
+ *   app.addHook('onClose', release);
+ */
+export function shareLiveCache<V, I extends string = never>(
+  sql: Sql,
+  spec: LiveCacheSpec<V, I>,
+  opts: LiveCacheOptions = {},
+): { cache: LiveCache<V, I>; release: () => Promise<void> } {
+  let byName = SHARED.get(sql);
+  if (!byName) SHARED.set(sql, (byName = new Map()));
+  let entry = byName.get(spec.name);
+  if (!entry) {
+    entry = { cache: startLiveCache(sql, spec, opts) as unknown as LiveCache<unknown, string>, users: 0 };
+    byName.set(spec.name, entry);
+  }
+  entry.users++;
+  const mine = entry;
+  let released = false;
+  return {
+    cache: mine.cache as unknown as LiveCache<V, I>,
+    async release() {
+      if (released) return;
+      released = true;
+      if (--mine.users > 0) return;
+      if (byName.get(spec.name) === mine) byName.delete(spec.name);
+      await mine.cache.close();
+    },
+  };
+}
+
+/** The shared cache `name` over this pool, if one is running (for read-your-writes refreshes). */
+export function sharedLiveCache<V, I extends string = never>(sql: Sql, name: string): LiveCache<V, I> | undefined {
+  return SHARED.get(sql)?.get(name)?.cache as unknown as LiveCache<V, I> | undefined;
 }
 
 /**

@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from 'postgres';
 import { decodeProtectedHeader, exportJWK, jwtVerify, SignJWT, errors as joseErrors, type JWK } from 'jose';
 import type { Config } from '../../../config/index.js';
-import { startLiveCache, type LiveCache } from '../../../db/liveCache.js';
+import { shareLiveCache, type LiveCache } from '../../../db/liveCache.js';
 import { CHANNELS } from '../../../db/notify.js';
 import { findRegistryKey, findRegistryKeyByHash, listAllRegistryKeys, type RegistryKeyRow } from '../../../db/queries/registryKeys.js';
 import { isApiKey, KEY_PREFIX, looksLikeApiKey } from '../../../domain/registry.js';
@@ -93,35 +93,22 @@ export function oauthSignerFor(config: Config): Promise<OAuthSigner> {
 
 export type RegistryKeyCache = LiveCache<RegistryKeyRow, 'byHash'>;
 
-const CACHES = new WeakMap<Sql, { cache: RegistryKeyCache; users: number }>();
-
 function useRegistryKeyCache(app: FastifyInstance, sql: Sql): RegistryKeyCache {
-  let entry = CACHES.get(sql);
-  if (!entry) {
-    const cache: RegistryKeyCache = startLiveCache(
-      sql,
-      {
-        name: 'registry keys',
-        channel: CHANNELS.registryKey,
-        keyOf: (r) => r.id,
-        keyOfPayload: (p) => (UUID.test(p) ? p : null),
-        loadAll: listAllRegistryKeys,
-        loadKey: findRegistryKey,
-        indexes: { byHash: (r) => r.key_sha256.toString('hex') },
-      },
-      { onError: (err) => app.log.warn({ err }, 'registry key cache: load failed, retrying') },
-    );
-    entry = { cache, users: 0 };
-    CACHES.set(sql, entry);
-  }
-  entry.users++;
-  const mine = entry;
-  app.addHook('onClose', async () => {
-    if (--mine.users > 0) return;
-    if (CACHES.get(sql) === mine) CACHES.delete(sql);
-    await mine.cache.close();
-  });
-  return entry.cache;
+  const { cache, release } = shareLiveCache(
+    sql,
+    {
+      name: 'registry keys',
+      channel: CHANNELS.registryKey,
+      keyOf: (r: RegistryKeyRow) => r.id,
+      keyOfPayload: (p) => (UUID.test(p) ? p : null),
+      loadAll: listAllRegistryKeys,
+      loadKey: findRegistryKey,
+      indexes: { byHash: (r: RegistryKeyRow) => r.key_sha256.toString('hex') },
+    },
+    { onError: (err) => app.log.warn({ err }, 'registry key cache: load failed, retrying') },
+  );
+  app.addHook('onClose', release);
+  return cache;
 }
 
 // ---------------------------------------------------------------- resolution
