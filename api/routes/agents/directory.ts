@@ -20,6 +20,17 @@ interface CachedAgent {
 /** Changes applied one by one; more than this since the last read rebuilds the index instead. */
 const INCREMENTAL_MAX = 64;
 
+const BY_APP = new WeakMap<object, AgentDirectory>();
+
+/** The directory of an app (keyed by its AppContext; set by the agents route group), for search and the feed. */
+export function agentDirectoryOf(ctx: object): AgentDirectory | undefined {
+  return BY_APP.get(ctx);
+}
+
+export function setAgentDirectory(ctx: object, directory: AgentDirectory): void {
+  BY_APP.set(ctx, directory);
+}
+
 export class AgentDirectory {
   private readonly cache: LiveCache<CachedAgent>;
   private readonly index = new DirectoryIndex();
@@ -86,6 +97,16 @@ export class AgentDirectory {
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /** Moves on every change of the cache (GET /api/search rebuilds its index when it moved). */
+  get version(): number {
+    return this.cache.version;
+  }
+
+  /** Every registered entry with its directory sequence, in no particular order. */
+  values(): IterableIterator<{ entry: AgentEntry; sequence: number }> {
+    return this.cache.values();
   }
 
   close(): Promise<void> {

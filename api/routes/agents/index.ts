@@ -24,7 +24,7 @@ import { agentDidParams, agentEntrySchema, agentListSchema, agentRegisterBodySch
 import { passportState, scopedWorkflowId } from '../../passportState.js';
 import { isPending, pendingReply, startOrAttach, waitForResult, workflowRunning, WorkflowRunFailed } from '../../workflowCalls.js';
 import { sendJson, serializerFor } from '../../serializer.js';
-import { AgentDirectory } from './directory.js';
+import { AgentDirectory, setAgentDirectory } from './directory.js';
 import { agentEntryOf, claimAgent, findAgent, findAgentByName, releaseAgentClaim, type AgentRow } from '../../../db/queries/agents.js';
 import { listPassportsByAccount, type PassportRow } from '../../../db/queries/passports.js';
 import { CAPABILITIES, isCapability, type Capability } from '../../../domain/capabilities.js';
@@ -72,6 +72,7 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
   const network = ledger.deployment.network;
   const state = passportState(ctx);
   const directory = new AgentDirectory(sql, (err) => app.log.warn({ err }, 'agent directory cache'));
+  setAgentDirectory(ctx, directory); // GET /api/search and GET /feed read it
   app.addHook('onClose', async () => {
     await directory.close();
   });

@@ -58,10 +58,15 @@ export class TaskBook {
     return this.started().get(taskId.toLowerCase());
   }
 
+  /** Every task, newest first. A new array after each change, never mutated (GET /api/search and GET /feed key on it). */
+  all(): readonly TaskRecord[] {
+    if (!this.sorted) this.sorted = [...this.started().values()].sort((a, b) => (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0));
+    return this.sorted;
+  }
+
   /** A page of the tasks matching the filter, newest first, and how many match. */
   page(filter: TaskFilter, limit: number, offset: number): { tasks: TaskRecord[]; total: number } {
-    if (!this.sorted) this.sorted = [...this.started().values()].sort((a, b) => (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0));
-    const all = this.sorted;
+    const all = this.all();
     const match = (t: TaskRecord) =>
       (!filter.capability || t.capabilities.includes(filter.capability)) &&
       (!filter.status || t.status === filter.status) &&
