@@ -3,11 +3,13 @@
 // sponsored budget under 20 concurrent requests, the UTC reset with an injected clock, the keyed rate
 // limit (the key's own window), and a revoke reaching a second API instance through NOTIFY.
 import { createHash } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createSql, type Sql } from '../../db/client.js';
 import { sponsoredUsed } from '../../db/queries/registryKeys.js';
-import { buildTestApp } from '../support/app.js';
+import { buildApp } from '../../api/app.js';
+import { buildTestApp, testConfig } from '../support/app.js';
 import { connectTestTemporal, type TestTemporal } from '../support/temporal.js';
 
 interface Res {
@@ -298,5 +300,44 @@ describe('the keyed free tier: a valid key is counted in its own window', () => 
     const adminish = await call(a, 'GET', '/catalog', { ip: freshIp(), headers: { authorization: 'Bearer some-admin-token' } });
     expect(adminish.status).toBe(200);
     expect(adminish.headers['x-ratelimit-limit']).toBe('3');
+  });
+});
+
+describe('the registry key never reaches a log line', () => {
+  it('register, /me, the token endpoint and a revoke at trace level: neither the key nor the token is logged', async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const sql = createSql(inject('databaseUrl'), { max: 2 });
+    const app = await buildApp({ config: testConfig({ LOG_LEVEL: 'trace', RATE_LIMIT_MAX: '100000' }), sql }, { logger: { stream } });
+    try {
+      const reg = await register(app, { name: 'logged?' });
+      const key = reg.body.api_key as string;
+      app.log.info({ registration: reg.body }, 'a careless log of the registration answer');
+      const tok = await app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `grant_type=client_credentials&client_id=${reg.body.id}&client_secret=${key}`,
+      });
+      const token = tok.json().access_token as string;
+      app.log.info({ answer: tok.json() }, 'a careless log of the token answer');
+      expect((await call(app, 'GET', '/api/v1/agents/me', { key })).status).toBe(200);
+      expect((await call(app, 'GET', '/api/v1/agents/me', { key: token })).status).toBe(200);
+      expect((await call(app, 'DELETE', '/api/v1/agents/me', { key })).status).toBe(200);
+      expect((await call(app, 'GET', '/api/v1/agents/me', { key })).status).toBe(401);
+      const log = lines.join('');
+      expect(log).toContain('/api/v1/agents/me'); // requests were logged...
+      expect(log).toContain('[redacted]');
+      expect(log).not.toContain(key.slice(4)); // ...never the key
+      expect(log).not.toContain(token.split('.')[2]); // nor the token
+    } finally {
+      await app.close();
+      await sql.end();
+    }
   });
 });
