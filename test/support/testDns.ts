@@ -33,9 +33,9 @@ export async function startTestDns(): Promise<TestDnsServer> {
         const name = q.name.toLowerCase().replace(/\.$/, '');
         counts.set(name, (counts.get(name) ?? 0) + 1);
         if (q.type === Packet.TYPE.A) {
-          for (const address of a.get(name) ?? []) response.answers.push({ name: q.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address });
+          for (const address of a.get(name) ?? []) response.answers.push(Packet.createResourceFromQuestion(q, { type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 1, address }));
         } else if (q.type === Packet.TYPE.TXT) {
-          for (const data of txt.get(name) ?? []) response.answers.push({ name: q.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data });
+          for (const data of txt.get(name) ?? []) response.answers.push(Packet.createResourceFromQuestion(q, { type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 1, data }));
         }
       }
       send(response);
