@@ -24,7 +24,7 @@ export interface DirectoryRebuildCounts {
   registrations: number;
   /** rows written to the projection */
   agents: number;
-  /** of which active (passport not revoked) */
+  /** active entries in the directory after the rebuild (passport not revoked) */
   active: number;
   /** messages that were malformed or repeated a DID or a name taken earlier */
   skipped: number;
@@ -32,8 +32,8 @@ export interface DirectoryRebuildCounts {
   lastSequenceNumber: number;
 }
 
-/** Raw topic messages read per mirror call during a rebuild (the mirror pages 100 at a time). */
-const REBUILD_PAGE = 10_000;
+/** Raw topic messages read between heartbeats during a rebuild (the mirror pages 100 at a time). */
+const REBUILD_PAGE = 2_000;
 
 export function createDirectoryLedgerActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
   const { deployment, submitter, mirror } = deps.ledger;
@@ -86,6 +86,7 @@ export function createDirectoryLedgerActivities(deps: { sql: Sql; ledger: Ledger
     const written = await replaceDirectory(
       deps.sql,
       entries.map((e) => ({ message: e.message, sequence: e.sequence, network: deployment.network })),
+      after,
     );
     return { messages, registrations: parsed.length, agents: written.written, active: written.active, skipped: skipped + malformed, lastSequenceNumber: after };
   }

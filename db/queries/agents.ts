@@ -172,15 +172,18 @@ export interface ReplayedAgent {
 
 /**
  * Replaces the registered rows by the replayed topic (DESIGN.md section 10: the topic is the
- * record), in one transaction, and tells every process to reload. Tier and active come from the
+ * record), in one transaction, and tells every process to reload. Only rows the replay covers
+ * (directory sequence up to `throughSequence`, the last message read) are replaced, so a
+ * registration recorded while the rebuild ran is not lost. Tier and active come from the
  * passports projection when it knows the passport (an upgrade or a revocation after the
  * registration), else from the message. Pending claims stay (their
  * workflows write their rows when they finish); a replayed entry that collides with one is kept
  * out until then. Returns how many rows were written and how many of them are active.
  */
-export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[]): Promise<{ written: number; active: number }> {
+export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[], throughSequence: number): Promise<{ written: number; active: number }> {
   return sql.begin(async (tx) => {
-    await tx`delete from agents where status = 'registered'`;
+    // rows of registrations the replay did not read (recorded after the topic was read) stay
+    await tx`delete from agents where status = 'registered' and (directory_sequence is null or directory_sequence <= ${throughSequence})`;
     let written = 0;
     const BATCH = 5000;
     for (let i = 0; i < agents.length; i += BATCH) {

@@ -332,5 +332,16 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     expect(afterA.body.agents).toEqual(before);
     expect(afterB.body.agents).toEqual(before);
     await recordFixture(ps, ps.workflowId('directory-rebuild'), 'directoryRebuild');
+
+    // a registration recorded after the rebuild read the topic (a later sequence number) survives it
+    await ps.sql`
+      insert into agents (did, network, account_id, token_id, serial, name, capabilities, endpoint, tier, registered_at, status, directory_sequence)
+      values ('did:hedera:local:0.0.454545', 'local', '0.0.454545', '0.0.1', 99, 'Late Comer', '["api_call"]'::jsonb, 'https://l.example.com',
+              'bronze', now(), 'registered', 1000000)`;
+    const again = await json(await fetch(`${ps.baseUrl}/admin/rebuild-cache`, { method: 'POST', headers: admin }));
+    expect(again.body).toMatchObject({ agents: 4, active: 4 }); // 4 replayed; active counts the whole directory (3 + the late one)
+    const [{ late }] = await ps.sql<{ late: bigint }[]>`select count(*)::bigint as late from agents where did = 'did:hedera:local:0.0.454545'`;
+    expect(Number(late)).toBe(1);
+    await ps.sql`delete from agents where did = 'did:hedera:local:0.0.454545'`;
   });
 });
