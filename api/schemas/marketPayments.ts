@@ -1,16 +1,15 @@
 /**
  * zod schemas of the marketplace payment routes: /market/sign, prepare-payment, the non-escrow
- * fields of complete, and verify (SPEC 4.4a; decisions in docs/decisions.md).
+ * (SPEC 4.4a; decisions in docs/decisions.md). Complete's own fields are in ./market.ts.
  */
 import { z } from 'zod';
+import { VERIFIER_TYPES } from '../../domain/market.js';
 import { didString } from './common.js';
 
 /** base64 of Transaction.toBytes(); 16 KB is far above a transfer (about 200 bytes). */
 export const txBytesString = z.string().min(1).max(16_384).regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64');
 /** a private key: DER hex (ED25519 or ECDSA) or 0x-hex (ECDSA). Never echoed. */
 export const privateKeyString = z.string().min(1).max(256);
-export const signatureHexString = z.string().min(1).max(260).regex(/^(0x)?[0-9a-fA-F]+$/, 'must be hex');
-export const publicKeyString = z.string().min(1).max(200).regex(/^(0x)?[0-9a-fA-F]+$/, 'must be hex');
 
 export const marketSignBodySchema = z
   .object({
@@ -51,12 +50,14 @@ export const preparePaymentResultSchema = z
   })
   .meta({ id: 'MarketPreparedPayment' });
 
-/** The non-escrow payment fields of complete: pre-signed bytes, or the key to sign in this process. */
-export const completePaymentFields = {
-  txBytes: txBytesString.optional().describe('without escrow: base64 of the prepared transfer, signed, or unsigned with signature + publicKey'),
-  signature: signatureHexString.optional().describe('hex signature over the body bytes of txBytes (as POST /market/sign answers it)'),
-  publicKey: publicKeyString.optional().describe("the poster's public key (DER or raw hex); required with signature"),
-  posterPrivateKey: privateKeyString.optional().describe("the poster's private key; required with escrow, or instead of txBytes without. Used in memory only"),
-};
-
-export const verifyBodySchema = z.object({}).strict().meta({ id: 'MarketVerify' });
+export const verifyBodySchema = z.object({ callerDid: z.string().max(128).optional().describe('informational: who asks') }).strict().optional();
+export const verifyResultSchema = z
+  .object({
+    taskId: z.string(),
+    passed: z.boolean(),
+    reasons: z.array(z.string()).describe('why it did not pass (empty when it passed)'),
+    verificationAttempts: z.number().int().describe('verifications run on this task so far, this one included'),
+    verifierType: z.enum(VERIFIER_TYPES),
+    status: z.string().describe('the task status, unchanged (delivered)'),
+  })
+  .meta({ id: 'MarketVerifyResult' });

@@ -13,12 +13,12 @@
  *        memory. Answers the base64 signed bytes, the only thing the workflow's complete Update sees.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import type { PublicKey } from '@hashgraph/sdk';
 import type { AppContext, LedgerContext } from '../../context.js';
 import { ApiError } from '../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import { preparePaymentBodySchema, preparePaymentResultSchema } from '../../schemas/marketPayments.js';
+import { taskIdParams } from '../../schemas/market.js';
 import { payoutOf, tinybarsToHbar, type TaskRecord } from '../../../domain/market.js';
 import { parseHederaDid } from '../../../domain/did.js';
 import { clientNodeAccountIds } from '../../../ledger/client.js';
@@ -163,8 +163,6 @@ export function preparePayment(ledger: LedgerContext, task: TaskRecord) {
   };
 }
 
-const preparePaymentParams = z.object({ taskId: z.string().min(1).max(64) });
-
 /**
  * Registers prepare-payment and installs the complete routes' hook for tasks without escrow
  * (marketState(ctx).directPayment, see ./shared.ts).
@@ -186,7 +184,7 @@ const paymentRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { 
           'valid 120 s, with its txId and the resolved account ids and amounts. Nothing is signed or submitted. ' +
           PAYMENT_RECIPE +
           ' 400 when the task is not delivered, has no claimer or is paid from escrow.',
-        params: preparePaymentParams,
+        params: taskIdParams,
         body: preparePaymentBodySchema,
         response: { 200: preparePaymentResultSchema, ...errorResponses(400, 401, 403, 404, 500, 503) },
       },

@@ -7,25 +7,12 @@
  * task is not delivered, 404 when there is no such task.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { errorResponses } from '../../schemas/common.js';
-import { VERIFIER_TYPES } from '../../../domain/market.js';
+import { taskIdParams } from '../../schemas/market.js';
+import { verifyBodySchema, verifyResultSchema } from '../../schemas/marketPayments.js';
 import { verifyUpdate } from '../../../workflows/taskTypes.js';
 import { loadTask, marketState, pendingTask, refuseEarly, runTaskUpdate, TaskPending } from './shared.js';
-
-const paramsSchema = z.object({ taskId: z.string().min(1).max(64) });
-const bodySchema = z.object({ callerDid: z.string().max(128).optional().describe('informational: who asks') }).strict().optional();
-export const verifyResultSchema = z
-  .object({
-    taskId: z.string(),
-    passed: z.boolean(),
-    reasons: z.array(z.string()).describe('why it did not pass (empty when it passed)'),
-    verificationAttempts: z.number().int().describe('verifications run on this task so far, this one included'),
-    verifierType: z.enum(VERIFIER_TYPES),
-    status: z.string().describe('the task status, unchanged (delivered)'),
-  })
-  .meta({ id: 'MarketVerifyResult' });
 
 const verifyRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const state = marketState(ctx);
@@ -40,8 +27,8 @@ const verifyRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
           "Runs the poster's verifier on the delivered result: none passes; sha256 compares the result's sha256 with the expected one; " +
           'json_schema validates resultBody; http POSTs { taskId, attempt, resultBody, resultIpfs, resultSha256 } to the poster URL ' +
           '(public addresses only) and reads { passed, reasons }. Counts attempts; never completes the task or pays. 400 when not delivered.',
-        params: paramsSchema,
-        body: bodySchema,
+        params: taskIdParams,
+        body: verifyBodySchema,
         response: { 200: verifyResultSchema, ...errorResponses(202, 400, 404, 500, 502, 503) },
       },
     },
