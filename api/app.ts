@@ -4,7 +4,7 @@
  * sees their schemas) and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { compiledSerializerCompiler } from './serializer.js';
 import type { AppContext } from './context.js';
@@ -76,6 +76,22 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * One access line per answer instead of Fastify's two per request (issue 8, "keep the plugin chain
+ * cheap"): no 'incoming request' line; 'request completed' (or 'request errored') carries the
+ * method, URL, status and response time, and like every line of the request its request id.
+ */
+class AccessLogOnly extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    const line = { method: request.method, url: request.url, statusCode: reply.statusCode, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
 export interface BuildAppOptions {
   logger?: boolean | object;
 }
@@ -105,8 +121,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     // Malformed percent-encoding in the path, over-long path parameters: 400 in the error schema.
     frameworkErrors: (error, request, reply) => answerFrameworkError(request.server, error, request, reply),
     routerOptions: { ignoreTrailingSlash: true },
-    // One access line per answer (the onResponse hook below) instead of Fastify's two per request.
-    disableRequestLogging: true,
+    // One access line per answer ('request completed'/'request errored') instead of two per request.
+    logController: new AccessLogOnly(),
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -130,10 +146,6 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
       reply.header('connection', 'close');
       return done(new ApiError('service_unavailable', 'The server is shutting down', { hint: 'Retry after 30 seconds (another instance may answer sooner)' }));
     }
-    done();
-  });
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info({ method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request completed');
     done();
   });
 
