@@ -41,6 +41,8 @@ import { ApiError } from './errors.js';
 import registryRoutes from './routes/registry/index.js';
 import oauthRoutes from './routes/oauth.js';
 import discoveryRoutes from './routes/discovery.js';
+import searchRoutes from './routes/search.js';
+import feedRoutes from './routes/feed.js';
 import { registryClientsFor } from './routes/registry/clients.js';
 import { publicBase } from './passportViews.js';
 
@@ -201,6 +203,9 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(agentsRoutes, { ctx });
     // task marketplace with HBAR escrow (issue 10)
     await app.register(marketRoutes, { ctx });
+    // search and the RSS feed over the directory and the task book in memory (issue 12 part 2)
+    await app.register(searchRoutes, { ctx });
+    await app.register(feedRoutes, { ctx });
     // on-chain attestation of trust snapshots by passport holders (issue 11)
     await app.register(trustAttestRoutes, { ctx });
   }
