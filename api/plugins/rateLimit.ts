@@ -95,8 +95,10 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance, opts: Rat
     }
   };
   const identifyThenLimit = async (request: FastifyRequest, reply: FastifyReply) => {
+    // no credential (the common case): straight to the address's window
+    if (!keyed || request.headers.authorization === undefined) return limit(request, reply);
     let refusal: unknown = null;
-    if (keyed && !exempt?.(request)) {
+    if (!exempt?.(request)) {
       try {
         const id = await keyed.identify(request);
         if (id) keyedIds.set(request, id);
