@@ -521,6 +521,10 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
   // ---------------------------------------------------------------- timers and continue-as-new
 
   const terminal = () => task.status === 'completed' || task.status === 'cancelled';
+  const historyLarge = () => {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || (t.continueAsNewAfterEvents !== undefined && info.historyLength >= t.continueAsNewAfterEvents);
+  };
   /** when to act on a pending schedule: renewLead before its expiry, or at its expiry once its renewals are used up */
   const renewAt = (expiresAt: string | null, count: number) =>
     expiresAt ? new Date(expiresAt).getTime() - (count >= maxRenewals ? 0 : renewLeadMs) : null;
@@ -590,9 +594,9 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     const next = times.length > 0 ? Math.min(...times) : null;
     const seen = version;
     const wait = next === null ? undefined : Math.max(1, next - Date.now());
-    await condition(() => terminal() || version !== seen || (workflowInfo().continueAsNewSuggested && !busy), wait);
+    await condition(() => terminal() || version !== seen || (historyLarge() && !busy), wait);
     if (terminal()) break;
-    if (workflowInfo().continueAsNewSuggested && !busy) {
+    if (historyLarge() && !busy) {
       await condition(() => allHandlersFinished() && !busy);
       const next: Carried = { task: { ...task }, seq, renewals, scheduleExpiresAt, topUpExpiresAt, topUpRenewals, ops };
       return continueAsNew<typeof taskLifecycle>({ task: input.task, timings: input.timings, carried: next });

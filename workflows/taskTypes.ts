@@ -34,6 +34,8 @@ export interface TaskTimings {
   retryMaximumMs?: number;
   activityTimeoutMs?: number;
   ledgerMaxAttempts?: number;
+  /** continue-as-new once the history has this many events (tests); the server's suggestion always counts */
+  continueAsNewAfterEvents?: number;
 }
 
 export interface TaskLifecycleInput {

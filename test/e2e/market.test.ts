@@ -12,6 +12,7 @@ import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
 import { marketState } from '../../api/routes/market/shared.js';
 import { taskWorkflowId } from '../../workflows/taskTypes.js';
+import { buildTestApp } from '../support/app.js';
 import { getJson, paidPost, recordFixture, startPassportStack, type PassportStack } from './passportHarness.js';
 
 type Json = Record<string, any>;
@@ -26,6 +27,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
   let feeBps: number;
   let treasury: string;
   let escrow: string;
+  let worker: Awaited<ReturnType<PassportStack['startWorker']>>;
 
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${ps.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -75,7 +77,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
 
   beforeAll(async () => {
     ps = await startPassportStack('market');
-    await ps.startWorker();
+    worker = await ps.startWorker();
     [poster, claimer, other, nobody] = ps.agents;
     for (const a of [poster, claimer, other]) {
       const r = await paidPost(ps, a, '/passport/request', { tier: 'bronze' });
@@ -370,6 +372,82 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     expect(msgs.map((m) => m.type)).toEqual(['task.posted', 'task.claimed', 'task.expired']);
     expect(msgs[2].reason).toBe('deadline');
     await recordFixture(ps, taskWorkflowId(r.body.taskId), 'taskLifecycle-deadline');
+  }, 120_000);
+
+  it('a long history continues as new with the task state carried; later steps work on the new run', async () => {
+    const state = marketState({ ledger: ps.stack.ledger } as never);
+    state.taskTimings = { continueAsNewAfterEvents: 20, retryInitialMs: 200, retryMaximumMs: 1_000 };
+    let task: Json;
+    try {
+      task = await postTask({ priceHbar: 1 });
+    } finally {
+      state.taskTimings = undefined;
+    }
+    const before = await balances();
+    const handle = ps.t.client.workflow.getHandle(taskWorkflowId(task.taskId));
+    const firstRun = (await handle.describe()).runId;
+    await claimAndDeliver(task.taskId);
+    const done = await post(`/market/tasks/${task.taskId}/complete-with-key`, { posterDid: poster.did, posterPrivateKey: poster.privateKey });
+    expect(done.status, JSON.stringify(done.body)).toBe(200);
+    expect(done.body).toMatchObject({ status: 'completed', escrowStatus: 'released', claimerDid: claimer.did, resultBody: 'the summary' });
+    const d = await handle.describe();
+    expect(d.runId).not.toBe(firstRun);
+    const after = await balances();
+    const { claimerTinybars, feeTinybars } = payoutOf(100_000_000n, feeBps);
+    expect(after.poster - before.poster).toBe(-100_000_000n);
+    expect(after.claimer - before.claimer).toBe(claimerTinybars);
+    expect(after.treasury - before.treasury).toBe(feeTinybars);
+    // step numbers keep counting across runs: messages stay in order
+    const msgs = await messagesOf(task.taskId);
+    expect(msgs.map((m) => m.type)).toEqual(['task.posted', 'task.claimed', 'task.delivered', 'task.completed']);
+    expect(msgs.map((m) => m.seq)).toEqual([...new Set(msgs.map((m) => m.seq))].sort((a, b) => a - b));
+  }, 120_000);
+
+  it('a second API instance serves the same tasks from its own memory, kept current by NOTIFY', async () => {
+    const second = await buildTestApp(
+      { ...ps.stack.env, TEMPORAL_TASK_QUEUE: ps.t.taskQueue, RATE_LIMIT_MAX: '100000' },
+      { sql: ps.sql, ledger: { ...ps.stack.ledger }, temporal: async () => ps.t.client },
+    );
+    try {
+      const task = await postTask({ title: 'seen twice' });
+      const read = async () => (await second.inject({ method: 'GET', url: `/market/tasks/${task.taskId}` })).json() as Json;
+      expect((await read()).status).toBe('posted');
+      // a step through the first instance shows on the second
+      expect((await signed(`/market/tasks/${task.taskId}/claim`, claimer, { claimerDid: claimer.did })).status).toBe(200);
+      let seen: Json = {};
+      for (let i = 0; i < 100 && seen.status !== 'claimed'; i++) {
+        seen = await read();
+        if (seen.status !== 'claimed') await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(seen).toMatchObject({ status: 'claimed', claimerDid: claimer.did });
+      const list = (await second.inject({ method: 'GET', url: '/market/tasks?limit=1' })).json() as Json;
+      expect(list.tasks[0].taskId).toBe(task.taskId);
+      expect((await signed(`/market/tasks/${task.taskId}/cancel`, poster, { posterDid: poster.did })).status).toBe(200);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('a step still running after the bounded wait answers 202 with the task link; the task follows once a worker runs', async () => {
+    const state = marketState({ ledger: ps.stack.ledger } as never);
+    worker.worker.shutdown();
+    await worker.running;
+    state.workflowWaitMs = 1_500;
+    let pending: { status: number; body: Json };
+    try {
+      pending = await signed('/market/tasks', poster, newTask({ title: 'no worker yet' }));
+    } finally {
+      state.workflowWaitMs = 60_000;
+      worker = await ps.startWorker();
+    }
+    expect(pending.status, JSON.stringify(pending.body)).toBe(202);
+    expect(pending.body.code).toBe('request_pending');
+    const poll = pending.body._links.poll.href as string;
+    expect(poll).toMatch(/^\/market\/tasks\/[0-9a-f-]{36}$/);
+    const taskId = poll.split('/').pop()!;
+    const posted = await waitTask(taskId, (t) => t.status === 'posted' && t.escrowStatus === 'scheduled', 'posting after the worker started');
+    expect(posted.title).toBe('no worker yet');
+    expect((await signed(`/market/tasks/${taskId}/cancel`, poster, { posterDid: poster.did })).status).toBe(200);
   }, 120_000);
 
   it('operators find tasks by search attributes and read the summary', async () => {
