@@ -19,6 +19,7 @@ import { createEvmActivities } from './evm/index.js';
 import { createMarketLedgerActivities } from './ledger/market.js';
 import { createTaskDbActivities } from './db/tasks.js';
 import { createDomainOwnershipActivities } from './web/domainOwnership.js';
+import { createTaskVerifierActivities } from './web/taskVerifier.js';
 import { createRegistryActivities } from './ledger/registry.js';
 import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
 
@@ -50,6 +51,8 @@ export function createActivities(deps: ActivityDeps) {
     ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
+    // task result verifiers (none, sha256, json_schema, http through the SSRF guard)
+    ...createTaskVerifierActivities({ allowPrivate: config.TRUST_ALLOW_PRIVATE }),
     // domain ownership challenges: DNS TXT and well-known checks (issue 11)
     ...createDomainOwnershipActivities({ sql, dnsServers: trustDnsServers(config), allowPrivate: config.TRUST_ALLOW_PRIVATE, fetchOrigins: trustFetchOrigins(config) }),
   };
