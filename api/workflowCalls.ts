@@ -8,7 +8,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotF
 import type { AppContext } from './context.js';
 import { ApiError, errorBody } from './errors.js';
 
-async function temporalClient(ctx: AppContext): Promise<Client> {
+export async function temporalClient(ctx: AppContext): Promise<Client> {
   if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
   try {
     return await ctx.temporal();

@@ -80,15 +80,7 @@ const DEFAULT_RENEW_LEAD_MS = 5 * 60_000;
 const LEDGER_FAILURE_PREFIX = 'LedgerError.';
 
 /** Internal bookkeeping carried across continue-as-new. */
-interface Carried {
-  task: TaskRecord;
-  seq: number;
-  renewals: number;
-  scheduleExpiresAt: string | null;
-  topUpExpiresAt?: string | null;
-  topUpRenewals?: number;
-  ops?: number;
-}
+type Carried = NonNullable<TaskLifecycleInput['carried']>;
 
 function refusalFailure(r: TaskRefusal): ApplicationFailure {
   return ApplicationFailure.create({ message: r.message, type: TASK_REFUSAL_TYPE, nonRetryable: true, details: [r] });
@@ -218,6 +210,20 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     return r.executed;
   }
 
+  /**
+   * A pending schedule is no longer pending: the funding schedule's escrow becomes `status` (funded or
+   * expired); a top-up schedule is dropped (its amount, when it ran, was added by the caller).
+   */
+  function settle(which: 'fund' | 'topup', status: 'funded' | 'expired'): void {
+    if (which === 'fund') {
+      task.escrowStatus = status;
+      scheduleExpiresAt = null;
+    } else {
+      task.topUpScheduleId = null;
+      topUpExpiresAt = null;
+    }
+  }
+
   /** Submits the poster's ScheduleSign of each pending schedule; afterwards the escrow holds the price. */
   async function signPending(signs: ScheduleSignBytes[], what: string): Promise<void> {
     const pending: { scheduleId: string; amount: bigint; topUp: boolean }[] = [];
@@ -237,13 +243,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
       }
       if (!outcome.executed) throw badRequest(`${what}: the signature did not complete escrow schedule ${p.scheduleId}`, ledgerHint('INVALID_SIGNATURE'));
       task.escrowedTinybars = (escrowed() + p.amount).toString();
-      if (p.topUp) {
-        task.topUpScheduleId = null;
-        topUpExpiresAt = null;
-      } else {
-        task.escrowStatus = 'funded';
-        scheduleExpiresAt = null;
-      }
+      settle(p.topUp ? 'topup' : 'fund', 'funded');
       version++;
     }
   }
@@ -535,13 +535,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     if (!scheduleId) return;
     const count = isFund ? renewals : topUpRenewals;
     const markExpired = async (reason: string) => {
-      if (isFund) {
-        task.escrowStatus = 'expired';
-        scheduleExpiresAt = null;
-      } else {
-        task.topUpScheduleId = null;
-        topUpExpiresAt = null;
-      }
+      settle(which, 'expired');
       await commit('task.expired', { scheduleId, reason });
     };
     let executed: boolean;
@@ -558,13 +552,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
       // the poster signed it on the ledger directly: the money is in escrow
       const amount = isFund ? price() : price() - escrowed();
       task.escrowedTinybars = (escrowed() + amount).toString();
-      if (isFund) {
-        task.escrowStatus = 'funded';
-        scheduleExpiresAt = null;
-      } else {
-        task.topUpScheduleId = null;
-        topUpExpiresAt = null;
-      }
+      settle(which, 'funded');
       await commit(null);
       return;
     }

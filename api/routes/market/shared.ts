@@ -17,12 +17,13 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import { ScheduleSignTransaction, ScheduleId, TransactionId, AccountId, type PrivateKey, type PublicKey } from '@hashgraph/sdk';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { UpdateDefinition } from '@temporalio/common';
 import type { AppContext } from '../../context.js';
 import { ApiError, echo } from '../../errors.js';
 import { errorBody } from '../../errors.js';
+import { temporalClient } from '../../workflowCalls.js';
 import { isCatalogCode } from '../../../domain/errors.js';
 import { parseHederaDid, type HederaDid } from '../../../domain/did.js';
 import { refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from '../../../domain/market.js';
@@ -93,15 +94,6 @@ export function refuseEarly(op: TaskOperation, task: TaskRecord, callerDid?: str
   if (r) throw refusalError(r);
 }
 
-async function temporal(ctx: AppContext): Promise<Client> {
-  if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
-  try {
-    return await ctx.temporal();
-  } catch {
-    throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
-  }
-}
-
 export class TaskPending extends Error {
   constructor(readonly taskId: string) {
     super(`task ${taskId} step still running`);
@@ -121,7 +113,7 @@ export async function runTaskUpdate<R, A extends unknown[]>(
   ...args: A
 ): Promise<R> {
   const state = marketState(ctx);
-  const client = await temporal(ctx);
+  const client = await temporalClient(ctx);
   const handle = client.workflow.getHandle(taskWorkflowId(task.taskId));
   let timer: NodeJS.Timeout | undefined;
   const pending = new Promise<never>((_, reject) => {
