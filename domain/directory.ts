@@ -76,6 +76,19 @@ export interface AgentRegisteredMessage {
   agentCard?: string;
 }
 
+/**
+ * Largest directory message: one topic chunk (1024 bytes, as on Hedera). A registration is written
+ * as a single transaction through the idempotent submitter, which retries single transactions
+ * safely (docs/decisions.md: chunked messages are not submitted through it), and the rebuild never
+ * waits on a chunk group that did not complete.
+ */
+export const DIRECTORY_MESSAGE_MAX_BYTES = 1024;
+
+/** UTF-8 size of a directory message as it will be written (timestamps have 13 digits until 2286). */
+export function directoryMessageBytes(m: Omit<AgentRegisteredMessage, 'timestamp'>): number {
+  return new TextEncoder().encode(JSON.stringify({ ...m, timestamp: 1_000_000_000_000 })).length;
+}
+
 /** The audit topic message of a registration (DESIGN.md section 6: agent.registered). */
 export interface AgentAuditEvent {
   v: 1;

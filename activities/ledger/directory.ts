@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import type { Sql } from 'postgres';
 import { parseDirectoryMessage, replayDirectory, type AgentAuditEvent, type AgentRegisteredMessage } from '../../domain/directory.js';
 import { buildTopicMessage } from '../../ledger/operations.js';
+import type { MirrorTopicMessage } from '../../ledger/mirror.js';
 import { replaceDirectory } from '../../db/queries/agents.js';
 import type { LedgerActivityDeps } from '../index.js';
 import { ledgerCall } from './passports.js';
@@ -26,7 +27,7 @@ export interface DirectoryRebuildCounts {
   agents: number;
   /** active entries in the directory after the rebuild (passport not revoked) */
   active: number;
-  /** messages that were malformed or repeated a DID or a name taken earlier */
+  /** messages that were malformed, chunk groups that never completed, and repeats of a DID or a name taken earlier */
   skipped: number;
   /** sequence number of the last message read (0 for an empty topic) */
   lastSequenceNumber: number;
@@ -34,6 +35,42 @@ export interface DirectoryRebuildCounts {
 
 /** Raw topic messages read between heartbeats during a rebuild (the mirror pages 100 at a time). */
 const REBUILD_PAGE = 2_000;
+
+/**
+ * The complete messages of a whole topic read: unchunked ones, and chunk groups holding every
+ * chunk (joined in chunk order, placed at their first chunk). A group that never completed is
+ * counted and skipped; unlike a cursor-based join it never holds back the messages after it.
+ */
+export function completeMessages(raw: readonly MirrorTopicMessage[]): { messages: { sequence: number; text: string }[]; incomplete: number } {
+  const out: { sequence: number; text: string }[] = [];
+  const groups = new Map<string, MirrorTopicMessage[]>();
+  for (const m of raw) {
+    const c = m.chunk_info;
+    if (!c || c.total <= 1) {
+      out.push({ sequence: m.sequence_number, text: Buffer.from(m.message, 'base64').toString('utf8') });
+      continue;
+    }
+    const t = c.initial_transaction_id;
+    const key = `${t.account_id}-${t.transaction_valid_start}-${t.nonce ?? 0}`;
+    const list = groups.get(key) ?? [];
+    list.push(m);
+    groups.set(key, list);
+  }
+  let incomplete = 0;
+  for (const list of groups.values()) {
+    const total = list[0]!.chunk_info!.total;
+    const byNumber = new Map<number, MirrorTopicMessage>();
+    for (const m of list) if (!byNumber.has(m.chunk_info!.number)) byNumber.set(m.chunk_info!.number, m);
+    if (byNumber.size < total) {
+      incomplete++;
+      continue;
+    }
+    const parts = [...byNumber.entries()].sort((a, b) => a[0] - b[0]).map(([, m]) => Buffer.from(m.message, 'base64'));
+    out.push({ sequence: Math.min(...list.map((m) => m.sequence_number)), text: Buffer.concat(parts).toString('utf8') });
+  }
+  out.sort((a, b) => a.sequence - b.sequence);
+  return { messages: out, incomplete };
+}
 
 export function createDirectoryLedgerActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
   const { deployment, submitter, mirror } = deps.ledger;
@@ -64,24 +101,24 @@ export function createDirectoryLedgerActivities(deps: { sql: Sql; ledger: Ledger
    * directory's rules and replaces the projection; every API process reloads on the NOTIFY.
    */
   async function rebuildDirectoryProjection(): Promise<DirectoryRebuildCounts> {
-    const parsed: { sequence: number; message: AgentRegisteredMessage }[] = [];
+    const raw: MirrorTopicMessage[] = [];
     let after = 0;
-    let messages = 0;
-    let malformed = 0;
     for (;;) {
-      const page = await ledgerCall('read directory topic', () =>
-        mirror.getJoinedTopicMessages(deployment.topics.directory, { afterSequence: after, maxRaw: REBUILD_PAGE }),
-      );
-      for (const m of page.messages) {
-        messages++;
-        const message = parseDirectoryMessage(m.text());
-        if (message) parsed.push({ sequence: m.sequenceNumber, message });
-        else malformed++;
-      }
-      Context.current().heartbeat({ after: page.nextAfterSequence, messages });
-      if (page.nextAfterSequence <= after) break;
-      after = page.nextAfterSequence;
+      const page = await ledgerCall('read directory topic', () => mirror.getTopicMessages(deployment.topics.directory, { afterSequence: after, limit: REBUILD_PAGE }));
+      if (page.length === 0) break;
+      raw.push(...page);
+      after = page[page.length - 1]!.sequence_number;
+      Context.current().heartbeat({ after, read: raw.length });
     }
+    const complete = completeMessages(raw);
+    const parsed: { sequence: number; message: AgentRegisteredMessage }[] = [];
+    let malformed = complete.incomplete;
+    for (const m of complete.messages) {
+      const message = parseDirectoryMessage(m.text);
+      if (message) parsed.push({ sequence: m.sequence, message });
+      else malformed++;
+    }
+    const messages = complete.messages.length;
     const { entries, skipped } = replayDirectory(parsed);
     const written = await replaceDirectory(
       deps.sql,

@@ -197,6 +197,11 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     expect([otherDid.status, otherDid.body.code]).toEqual([403, 'auth_did_mismatch']);
     const badBody = await register('a', agents[3], { did: agents[3].did, name: 'x', capabilities: ['api_call'], endpoint: 'ftp://x.example.com', extra: 1 });
     expect([badBody.status, badBody.body.code]).toEqual([400, 'invalid_request']);
+    // every field within its bound, but together over one topic message (1024 bytes)
+    const skills = Array.from({ length: 20 }, (_, i) => `skill-${i}-${'s'.repeat(38)}`);
+    const tooBig = await register('a', agents[3], { did: agents[3].did, name: 'Big', capabilities: ['api_call'], endpoint: 'https://big.example.com', skills, description: 'd'.repeat(500) });
+    expect([tooBig.status, tooBig.body.code], JSON.stringify(tooBig.body)).toEqual([400, 'invalid_request']);
+    expect(tooBig.body.error).toMatch(/bytes/);
   });
 
   it('403 passport_not_owned when the ledger shows the passport in another account', async () => {

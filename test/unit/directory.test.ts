@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CAPABILITIES, type Capability } from '../../domain/capabilities.js';
+import { completeMessages } from '../../activities/ledger/directory.js';
 import {
   cardDid,
   capabilitiesOutsidePassport,
@@ -138,5 +139,34 @@ describe('directory messages and replay', () => {
   it('checks capabilities against the passport and normalises skills', () => {
     expect(capabilitiesOutsidePassport(['api_call', 'payment', 'payment'], ['api_call', 'data_consume'])).toEqual(['payment']);
     expect(normaliseSkills([' Search ', 'search', '', 'SQL'])).toEqual(['Search', 'SQL']);
+  });
+});
+
+describe('completeMessages (the rebuild reads a whole topic)', () => {
+  const raw = (seq: number, text: string, chunk?: { key: string; number: number; total: number }) => ({
+    consensus_timestamp: `1700000000.${String(seq).padStart(9, '0')}`,
+    message: Buffer.from(text).toString('base64'),
+    payer_account_id: '0.0.2',
+    sequence_number: seq,
+    topic_id: '0.0.1006',
+    chunk_info: chunk ? { initial_transaction_id: { account_id: '0.0.2', transaction_valid_start: chunk.key }, number: chunk.number, total: chunk.total } : null,
+  });
+
+  it('joins chunk groups in chunk order, skips a group that never completed without holding back later messages', () => {
+    const r = completeMessages([
+      raw(1, 'one'),
+      raw(2, 'orphan-', { key: '1.1', number: 1, total: 2 }), // its second chunk never came
+      raw(3, 'b', { key: '2.2', number: 2, total: 2 }),
+      raw(4, 'three'),
+      raw(5, 'a', { key: '2.2', number: 1, total: 2 }),
+      raw(6, 'six'),
+    ]);
+    expect(r.messages).toEqual([
+      { sequence: 1, text: 'one' },
+      { sequence: 3, text: 'ab' },
+      { sequence: 4, text: 'three' },
+      { sequence: 6, text: 'six' },
+    ]);
+    expect(r.incomplete).toBe(1);
   });
 });

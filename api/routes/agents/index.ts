@@ -28,7 +28,15 @@ import { AgentDirectory, setAgentDirectory } from './directory.js';
 import { agentEntryOf, claimAgent, findAgent, findAgentByName, releaseAgentClaim, type AgentRow } from '../../../db/queries/agents.js';
 import { listPassportsByAccount, type PassportRow } from '../../../db/queries/passports.js';
 import { CAPABILITIES, isCapability, type Capability } from '../../../domain/capabilities.js';
-import { capabilitiesOutsidePassport, cardDid, normaliseCapabilities, normaliseSkills, type AgentEntry } from '../../../domain/directory.js';
+import {
+  capabilitiesOutsidePassport,
+  cardDid,
+  DIRECTORY_MESSAGE_MAX_BYTES,
+  directoryMessageBytes,
+  normaliseCapabilities,
+  normaliseSkills,
+  type AgentEntry,
+} from '../../../domain/directory.js';
 import { decodePassportMetadata } from '../../../domain/passportMetadata.js';
 import type { Tier } from '../../../domain/tiers.js';
 import { safeFetch, SafeFetchError } from '../../../net/safeFetch.js';
@@ -248,6 +256,26 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
 
       const capabilities = normaliseCapabilities(body.capabilities as Capability[]);
       const skills = body.skills ? normaliseSkills(body.skills) : undefined;
+      const size = directoryMessageBytes({
+        v: 1,
+        type: 'agent.registered',
+        did,
+        accountId: auth.accountId,
+        tokenId: passport.tokenId,
+        serial: passport.serial,
+        name: body.name,
+        capabilities,
+        endpoint: body.endpoint,
+        tier: passport.tier,
+        ...(skills?.length ? { skills } : {}),
+        ...(body.description ? { description: body.description } : {}),
+        ...(body.agentCard ? { agentCard: body.agentCard } : {}),
+      });
+      if (size > DIRECTORY_MESSAGE_MAX_BYTES) {
+        throw new ApiError('invalid_request', `The directory message would be ${size} bytes; one topic message holds ${DIRECTORY_MESSAGE_MAX_BYTES}`, {
+          hint: 'description, skills: shorten them (or the endpoint and agentCard URLs) so the registration fits in 1024 bytes of JSON',
+        });
+      }
       const claim = await claimAgent(sql, {
         did,
         network,
