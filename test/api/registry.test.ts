@@ -11,6 +11,7 @@ import { sponsoredUsed } from '../../db/queries/registryKeys.js';
 import { buildApp } from '../../api/app.js';
 import { buildTestApp, testConfig } from '../support/app.js';
 import { connectTestTemporal, type TestTemporal } from '../support/temporal.js';
+import { eventually } from '../support/eventually.js';
 
 interface Res {
   status: number;
@@ -38,14 +39,6 @@ async function call(app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url
 
 const register = (app: FastifyInstance, body: Record<string, unknown>, ip = freshIp()) => call(app, 'POST', '/api/v1/agents/register', { ip, body });
 
-async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (check(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('registry keys (PostgreSQL, Temporal)', () => {
   let sql: Sql;

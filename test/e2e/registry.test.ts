@@ -8,15 +8,8 @@ import { parseDirectoryMessage } from '../../domain/directory.js';
 import path from 'node:path';
 import { replayHistoryFile } from '../support/temporal.js';
 import { getJson, historiesDir, paidPost, recordFixture, startPassportStack, workflowsPath, type PassportStack } from './passportHarness.js';
+import { eventually } from '../support/eventually.js';
 
-async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (check(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('registry keys end to end (localnet, worker, PostgreSQL)', () => {
   let ps: PassportStack;
@@ -40,6 +33,8 @@ describe('registry keys end to end (localnet, worker, PostgreSQL)', () => {
     const me = await eventually(
       () => getJson(ps, '/api/v1/agents/me', { authorization: `Bearer ${key}` }),
       (r) => r.body.directory_record?.status === 'written',
+      60_000,
+      200,
     );
     expect(me.status).toBe(200);
     const record = me.body.directory_record;
@@ -51,6 +46,8 @@ describe('registry keys end to end (localnet, worker, PostgreSQL)', () => {
     const messages = await eventually(
       async () => (await mirror.getJoinedTopicMessages(deployment.topics.directory)).messages,
       (list) => list.some((m) => m.sequenceNumber === record.sequence_number),
+      60_000,
+      200,
     );
     const written = messages.find((m) => m.sequenceNumber === record.sequence_number)!;
     const text = written.text();
