@@ -110,7 +110,8 @@ export function parseVerifierConfig(type: VerifierType, config: unknown): Verifi
 
 type Compiled = { ok: true; validate: ValidateFunction } | { ok: false; message: string };
 
-const ajvOptions = { allErrors: true, strict: false, validateFormats: false } as const;
+/** ajv settings of every json_schema verifier (also used by the worker-thread sandbox) */
+export const AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false } as const;
 // ajv is CommonJS: under NodeNext its classes are the modules' `default` export
 const Ajv = AjvModule.default;
 const Ajv2020 = Ajv2020Module.default;
@@ -151,7 +152,7 @@ export function compileSchema(schema: unknown): Compiled {
     const $schema = isPlainObject(schema) && typeof schema.$schema === 'string' ? schema.$schema : '';
     try {
       // one ajv instance per schema: two posters' schemas naming the same $id never meet in a registry
-      const engine = /2020-12/.test($schema) ? new Ajv2020(ajvOptions) : new Ajv(ajvOptions);
+      const engine = /2020-12/.test($schema) ? new Ajv2020(AJV_OPTIONS) : new Ajv(AJV_OPTIONS);
       out = { ok: true, validate: engine.compile(schema as object) };
     } catch (err) {
       out = { ok: false, message: `does not compile: ${(err as Error).message.slice(0, 160)}` };
@@ -163,7 +164,12 @@ export function compileSchema(schema: unknown): Compiled {
 }
 
 function ajvReasons(validate: ValidateFunction): string[] {
-  return boundReasons((validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`));
+  return ajvErrorReasons(validate.errors ?? []);
+}
+
+/** ajv errors as bounded reasons: "<instance path> <message>". */
+export function ajvErrorReasons(errors: { instancePath?: string; message?: string }[]): string[] {
+  return boundReasons(errors.map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`));
 }
 
 // ------------------------------------------------------------------ the local verifiers
@@ -184,19 +190,42 @@ export function runLocalVerifier(type: Exclude<VerifierType, 'http'>, config: Re
       return { passed: reasons.length === 0, reasons };
     }
     case 'json_schema': {
-      if (subject.resultBody == null) return { passed: false, reasons: ['the result is only a resultIpfs reference; json_schema verification needs resultBody'] };
-      const compiled = compileSchema(config?.schema);
-      if (!compiled.ok) return { passed: false, reasons: [`verifierConfig.schema ${compiled.message}`] };
-      let value: unknown;
-      try {
-        value = JSON.parse(subject.resultBody);
-      } catch {
-        return { passed: false, reasons: ['resultBody is not JSON'] };
-      }
-      const passed = compiled.validate(value) === true;
-      return { passed, reasons: passed ? [] : ajvReasons(compiled.validate) };
+      const inputs = jsonSchemaInputs(config, subject);
+      if ('outcome' in inputs) return inputs.outcome;
+      const passed = inputs.validate(inputs.value) === true;
+      return { passed, reasons: passed ? [] : ajvReasons(inputs.validate) };
     }
   }
+}
+
+export interface JsonSchemaInputs {
+  schema: unknown;
+  /** draft-07 unless $schema names 2020-12 */
+  dialect: '07' | '2020';
+  /** resultBody parsed */
+  value: unknown;
+  validate: ValidateFunction;
+}
+
+/**
+ * What a json_schema verification needs, or its outcome when it fails before validating (no
+ * resultBody, a schema that does not compile, resultBody not JSON). Compiling runs no pattern
+ * against client data; validating does (a poster's regular expression on a claimer's result), so the
+ * activity validates in a worker thread with a deadline (activities/web/jsonSchemaSandbox.ts).
+ */
+export function jsonSchemaInputs(config: Record<string, unknown> | null, subject: VerifierSubject): JsonSchemaInputs | { outcome: VerifierOutcome } {
+  if (subject.resultBody == null) return { outcome: { passed: false, reasons: ['the result is only a resultIpfs reference; json_schema verification needs resultBody'] } };
+  const compiled = compileSchema(config?.schema);
+  if (!compiled.ok) return { outcome: { passed: false, reasons: [`verifierConfig.schema ${compiled.message}`] } };
+  let value: unknown;
+  try {
+    value = JSON.parse(subject.resultBody);
+  } catch {
+    return { outcome: { passed: false, reasons: ['resultBody is not JSON'] } };
+  }
+  const schema = config!.schema;
+  const $schema = isPlainObject(schema) && typeof schema.$schema === 'string' ? schema.$schema : '';
+  return { schema, dialect: /2020-12/.test($schema) ? '2020' : '07', value, validate: compiled.validate };
 }
 
 /** Reads an http verifier's answer: JSON { passed: boolean, reasons?: string[] } from a 2xx response. */

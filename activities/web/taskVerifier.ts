@@ -2,7 +2,8 @@
  * The runTaskVerifier activity (workflows/taskTypes.ts): runs a delivered task's verifier and answers
  * { passed, reasons }. It never completes a task or moves money; the workflow counts the attempts.
  *
- * none, sha256 and json_schema are pure (domain/verifiers.ts). http POSTs
+ * none and sha256 are pure (domain/verifiers.ts); json_schema validates in a worker thread with a
+ * deadline (./jsonSchemaSandbox.ts: the poster's patterns run on the claimer's data). http POSTs
  * { taskId, attempt, resultBody, resultIpfs, resultSha256 } as JSON to the poster's verifier URL
  * through THE SSRF-guarded fetcher (net/safeFetch: public addresses only unless TRUST_ALLOW_PRIVATE,
  * 5 s, 64 KB answer) and reads JSON { passed, reasons? }. A verifier that cannot be reached, refuses
@@ -10,7 +11,8 @@
  * would only POST the same result to the poster's server again.
  */
 import { safeFetch, SafeFetchError } from '../../net/safeFetch.js';
-import { parseHttpVerifierAnswer, runLocalVerifier, type VerifierOutcome } from '../../domain/verifiers.js';
+import { jsonSchemaInputs, parseHttpVerifierAnswer, runLocalVerifier, type VerifierOutcome } from '../../domain/verifiers.js';
+import { validateInThread } from './jsonSchemaSandbox.js';
 import type { TaskVerifierActivities, TaskVerifierInput, TaskVerifierResult } from '../../workflows/taskTypes.js';
 
 export interface TaskVerifierDeps {
@@ -18,6 +20,8 @@ export interface TaskVerifierDeps {
   allowPrivate: boolean;
   /** deadline of the http verifier's answer (default 5 s) */
   timeoutMs?: number;
+  /** deadline of a json_schema validation, run in a worker thread (default 2 s) */
+  jsonSchemaDeadlineMs?: number;
 }
 
 export async function runHttpVerifier(url: unknown, input: TaskVerifierInput, deps: TaskVerifierDeps): Promise<VerifierOutcome> {
@@ -46,6 +50,12 @@ export function createTaskVerifierActivities(deps: TaskVerifierDeps): TaskVerifi
     async runTaskVerifier(input: TaskVerifierInput): Promise<TaskVerifierResult> {
       const subject = { resultBody: input.resultBody, resultIpfs: input.resultIpfs, resultSha256: input.resultSha256 };
       if (input.verifierType === 'http') return runHttpVerifier(input.verifierConfig?.url, input, deps);
+      if (input.verifierType === 'json_schema') {
+        // the poster's patterns run on the claimer's data: in a thread with a deadline, not on this event loop
+        const inputs = jsonSchemaInputs(input.verifierConfig, subject);
+        if ('outcome' in inputs) return inputs.outcome;
+        return validateInThread(inputs, deps.jsonSchemaDeadlineMs);
+      }
       return runLocalVerifier(input.verifierType, input.verifierConfig, subject);
     },
   };

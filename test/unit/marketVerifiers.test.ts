@@ -179,6 +179,20 @@ describe('runTaskVerifier activity, http', () => {
     expect(out.reasons[0]).toMatch(/could not be reached \(network\)/);
   });
 
+  it('json_schema validates in a worker thread: the same verdicts, and a catastrophic pattern ends at the deadline', async () => {
+    const { runTaskVerifier } = createTaskVerifierActivities({ allowPrivate: false, jsonSchemaDeadlineMs: 1_000 });
+    const run = (schema: unknown, resultBody: string) => runTaskVerifier({ ...input('unused', resultBody), verifierType: 'json_schema', verifierConfig: { schema } });
+    const schema = { type: 'object', required: ['answer'], properties: { answer: { type: 'integer' } } };
+    expect(await run(schema, '{"answer":42}')).toEqual({ passed: true, reasons: [] });
+    expect(await run(schema, '{"answer":"x"}')).toEqual({ passed: false, reasons: ['/answer must be integer'] });
+    expect(await run({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'array', prefixItems: [{ type: 'integer' }], items: false }, '[1,2]')).toMatchObject({ passed: false });
+    // (a+)+$ against 'aaaa...!' backtracks exponentially: without the thread this would hold the event loop
+    const evil = { type: 'string', pattern: '^(a+)+$' };
+    const out = await run(evil, JSON.stringify(`${'a'.repeat(40)}!`));
+    expect(out.passed).toBe(false);
+    expect(out.reasons[0]).toMatch(/did not finish validating within 1000 ms/);
+  });
+
   it('none, sha256 and json_schema run without the network', async () => {
     const { runTaskVerifier } = createTaskVerifierActivities({ allowPrivate: false });
     const local = (verifierType: TaskVerifierInput['verifierType'], verifierConfig: Record<string, unknown> | null) =>
