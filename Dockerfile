@@ -13,5 +13,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/contracts/artifacts ./contracts/artifacts
+# markdown sources of the guides and content pages (read by dist/content/pages.js)
+COPY --from=build /app/content ./content
 EXPOSE 3000
 CMD ["node", "dist/api/server.js"]

@@ -43,6 +43,7 @@ import oauthRoutes from './routes/oauth.js';
 import discoveryRoutes from './routes/discovery.js';
 import searchRoutes from './routes/search.js';
 import feedRoutes from './routes/feed.js';
+import contentRoutes from './routes/content.js';
 import { registryClientsFor } from './routes/registry/clients.js';
 import { publicBase } from './passportViews.js';
 
@@ -223,6 +224,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(oauthRoutes, { ctx, clients: registryClients });
   }
   await app.register(discoveryRoutes, { ctx });
+  // guides, content pages through one layout, /contact (issue 12 part 2)
+  await app.register(contentRoutes, { ctx });
 
   return app;
 }
