@@ -14,6 +14,7 @@ import { freezeAccount } from '../../ledger/operations.js';
 import { parseDirectoryMessage } from '../../domain/directory.js';
 import { buildTestApp } from '../support/app.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
+import { eventually } from '../support/eventually.js';
 import { ADMIN_TOKEN, getJson, paidPost, recordFixture, signedPost, startPassportStack, type PassportStack } from './passportHarness.js';
 
 interface Instance {
@@ -23,16 +24,6 @@ interface Instance {
 
 async function json(res: Response) {
   return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
-
-/** Polls until `check` passes (changes reach other instances through NOTIFY, asynchronously). */
-async function eventually<T>(fn: () => Promise<T>, check: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (check(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('agent directory end to end (register, list, revoke, rebuild; two API instances)', () => {
