@@ -249,6 +249,24 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     expect(after.escrow).toBe(before.escrow);
   });
 
+  it('completion with a poster who cannot cover the escrow answers 400; nothing is paid and the task can still be cancelled', async () => {
+    const before = await balances();
+    const task = await postTask({ priceHbar: 50_000 });
+    await claimAndDeliver(task.taskId);
+    const r = await signed(`/market/tasks/${task.taskId}/complete`, poster, { posterDid: poster.did, posterPrivateKey: poster.privateKey });
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.error).toMatch(/INSUFFICIENT_ACCOUNT_BALANCE/);
+    const after = await balances();
+    expect(after.poster).toBe(before.poster);
+    expect(after.claimer).toBe(before.claimer);
+    expect(after.treasury).toBe(before.treasury);
+    expect((await getJson(ps, `/market/tasks/${task.taskId}`)).body).toMatchObject({ status: 'delivered', escrowStatus: 'scheduled', paymentTxId: null });
+    const c = await signed(`/market/tasks/${task.taskId}/cancel`, poster, { posterDid: poster.did });
+    expect(c.status, JSON.stringify(c.body)).toBe(200);
+    expect(c.body).toMatchObject({ status: 'cancelled', escrowStatus: 'cancelled' });
+    expect((await balances()).poster).toBe(before.poster);
+  });
+
   it('refuses what SPEC refuses: 401 unsigned, 403 DID mismatch or no passport, 400 bad bodies, 403 non-claimer delivery, 404 unknown task', async () => {
     expect((await post('/market/tasks', newTask())).status).toBe(401);
     const mismatch = await signed('/market/tasks', other, newTask());
