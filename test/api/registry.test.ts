@@ -4,6 +4,9 @@
 // limit (the key's own window), and a revoke reaching a second API instance through NOTIFY.
 import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { isPortOpen } from '../../scripts/lib/ports.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createSql, type Sql } from '../../db/client.js';
@@ -331,6 +334,32 @@ describe('the registry key never reaches a log line', () => {
     } finally {
       await app.close();
       await sql.end();
+    }
+  });
+});
+
+describe('the keyed window in Redis, shared by two API instances', async () => {
+  const redisUp = await isPortOpen(6379);
+  it.skipIf(!redisUp)('requests with one key to either instance count against one window of its own', async () => {
+    const redis = new Redis('redis://127.0.0.1:6379', { keyPrefix: `test-${randomUUID()}-` });
+    const sql = createSql(inject('databaseUrl'), { max: 2 });
+    const env = { RATE_LIMIT_MAX: '2', REGISTRY_KEY_RATE_LIMIT_MAX: '4' };
+    const a = await buildTestApp(env, { sql, redis });
+    const b = await buildTestApp(env, { sql, redis });
+    try {
+      const ip = freshIp();
+      const key = (await register(a, { name: 'shared-window' }, ip)).body.api_key as string;
+      const statuses: number[] = [];
+      for (const app of [a, b, a, b, a]) statuses.push((await call(app, 'GET', '/catalog', { ip, key })).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 429]);
+      // the address's own window (2, one used by the registration) is separate
+      expect((await call(b, 'GET', '/catalog', { ip })).status).toBe(200);
+      expect((await call(a, 'GET', '/catalog', { ip })).status).toBe(429);
+    } finally {
+      await a.close();
+      await b.close();
+      await sql.end();
+      redis.disconnect();
     }
   });
 });
