@@ -83,11 +83,13 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
       const resultBody = opts.resultBody ?? '{"answer":42}';
       await handle.executeUpdate(deliverUpdate, { args: [{ claimerDid: claimer.did, resultBody, resultSha256: sha256Hex(resultBody) }] });
     }
-    // the projection the routes read follows each step
-    for (let i = 0; i < 100; i++) {
-      const [row] = await ps.sql`select status from tasks where task_id = ${taskId}`;
-      if (row?.status === (opts.deliver === false ? 'claimed' : 'delivered')) break;
-      await new Promise((r) => setTimeout(r, 100));
+    // the routes read the task from the API's memory, kept current by NOTIFY: wait until it shows the step
+    const want = opts.deliver === false ? 'claimed' : 'delivered';
+    for (let i = 0; ; i++) {
+      const r = await fetch(`${ps.baseUrl}/market/tasks/${taskId}`);
+      if (r.status === 200 && ((await r.json()) as Json).status === want) break;
+      if (i > 300) throw new Error(`task ${taskId} never showed ${want}`);
+      await new Promise((res) => setTimeout(res, 50));
     }
     return { taskId, handle };
   }
