@@ -83,8 +83,9 @@ export function apiCatalog(base: string) {
   };
 }
 
-export function serviceAgentCard(base: string) {
-  return {
+/** The service's A2A agent card; `registry` false (no PostgreSQL) leaves out the key and OAuth schemes and the registry skill. */
+export function serviceAgentCard(base: string, registry = true) {
+  const card = {
     name: 'Agent Passport',
     description:
       'Identity passports for AI agents as Hedera NFTs with DIDs, an agent directory, A2A messaging over a consensus topic, a task marketplace with HBAR escrow, ' +
@@ -94,7 +95,7 @@ export function serviceAgentCard(base: string) {
     version: API_VERSION,
     documentationUrl: `${base}/docs`,
     capabilities: { streaming: false, pushNotifications: false },
-    securitySchemes: {
+    securitySchemes: registry ? {
       registryKey: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'apk_<43 base64url characters>', description: `POST ${REGISTER_ROUTE}` } },
       oauth: {
         oauth2SecurityScheme: {
@@ -102,7 +103,7 @@ export function serviceAgentCard(base: string) {
           oauth2MetadataUrl: `${base}/.well-known/oauth-authorization-server`,
         },
       },
-    },
+    } : undefined,
     defaultInputModes: ['application/json'],
     defaultOutputModes: ['application/json'],
     skills: [
@@ -114,18 +115,15 @@ export function serviceAgentCard(base: string) {
       { id: 'registry', name: 'Registry api keys', description: 'A free api key (keyed free tier) and OAuth client-credentials tokens.', tags: ['registry', 'oauth'], examples: [`POST ${REGISTER_ROUTE}`, `GET ${ME_ROUTE}`] },
     ],
   };
+  if (registry) return card;
+  const { securitySchemes: _none, ...rest } = card;
+  return { ...rest, skills: rest.skills.filter((s) => s.id !== 'registry') };
 }
 
 const discoveryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const base = (request: FastifyRequest) => publicBase(ctx, request);
   const json = 'application/json; charset=utf-8';
 
-  app.get('/.well-known/oauth-authorization-server', { schema: { tags: ['discovery'], summary: 'OAuth 2.0 authorization server metadata (RFC 8414)' } }, async (request, reply) =>
-    reply.type(json).send(authorizationServerMetadata(base(request))),
-  );
-  app.get('/.well-known/oauth-protected-resource', { schema: { tags: ['discovery'], summary: 'OAuth 2.0 protected resource metadata (RFC 9728)' } }, async (request, reply) =>
-    reply.type(json).send(protectedResourceMetadata(base(request))),
-  );
   app.get('/.well-known/api-catalog', { schema: { tags: ['discovery'], summary: 'API catalog (RFC 9727 linkset): OpenAPI, docs, status' } }, async (request, reply) =>
     reply
       .type(`${LINKSET_MEDIA_TYPE}; profile="${API_CATALOG_PROFILE}"`)
@@ -133,11 +131,19 @@ const discoveryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
       .send(apiCatalog(base(request))),
   );
   app.get('/.well-known/agent-card.json', { schema: { tags: ['discovery'], summary: 'The A2A agent card (v1.0) of this service' } }, async (request, reply) =>
-    reply.type(json).send(serviceAgentCard(base(request))),
+    reply.type(json).send(serviceAgentCard(base(request), ctx.sql !== undefined)),
   );
 
+  // The OAuth documents and WebFinger need PostgreSQL (registry keys, passports, directory): without it
+  // they are absent rather than naming endpoints that do not exist.
   const { sql } = ctx;
   if (!sql) return;
+  app.get('/.well-known/oauth-authorization-server', { schema: { tags: ['discovery'], summary: 'OAuth 2.0 authorization server metadata (RFC 8414)' } }, async (request, reply) =>
+    reply.type(json).send(authorizationServerMetadata(base(request))),
+  );
+  app.get('/.well-known/oauth-protected-resource', { schema: { tags: ['discovery'], summary: 'OAuth 2.0 protected resource metadata (RFC 9728)' } }, async (request, reply) =>
+    reply.type(json).send(protectedResourceMetadata(base(request))),
+  );
   const network = ctx.ledger?.deployment.network ?? ctx.config.HEDERA_NETWORK;
   const passports = usePassportCache(app, sql);
 

@@ -297,3 +297,21 @@ describe('discovery documents and OAuth client credentials', () => {
     expect((await get(card.documentationUrl)).status).toBe(200);
   });
 });
+
+describe('discovery without PostgreSQL (no registry)', () => {
+  it('names no OAuth endpoint that would not exist: no OAuth metadata, an agent card without key schemes', async () => {
+    const app = await buildTestApp({ RATE_LIMIT_MAX: '100000' });
+    try {
+      for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/oauth/token', '/api/v1/agents/register']) {
+        const r = await app.inject({ method: path.startsWith('/.well') ? 'GET' : 'POST', url: path });
+        expect(r.statusCode, path).toBe(404);
+      }
+      const card = (await app.inject('/.well-known/agent-card.json')).json();
+      expect(card.securitySchemes).toBeUndefined();
+      expect(card.skills.map((s: { id: string }) => s.id)).not.toContain('registry');
+      expect((await app.inject('/.well-known/api-catalog')).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+});
