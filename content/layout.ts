@@ -51,6 +51,7 @@ body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;l
 header{border-bottom:1px solid #d8dde3;background:#f6f8fa}
 .bar{max-width:60rem;margin:0 auto;padding:.7rem 1rem;display:flex;flex-wrap:wrap;align-items:center;gap:.4rem 1rem}
 .brand{font-weight:700;color:#1b1f24;text-decoration:none;margin-right:.6rem}
+nav{display:flex;flex-wrap:wrap;gap:.2rem .9rem}
 nav a{color:#0a58ca;text-decoration:none;font-size:.95rem}
 nav a[aria-current=page]{color:#1b1f24;font-weight:600}
 main{max-width:60rem;margin:0 auto;padding:1rem 1rem 2rem}
@@ -63,7 +64,7 @@ footer{border-top:1px solid #d8dde3;color:#57606a;font-size:.9rem}
 footer .bar a{color:#57606a}
 form label{display:block;margin:.8rem 0 .2rem;font-weight:600}
 form input,form textarea{width:100%;max-width:36rem;padding:.45rem;border:1px solid #b6bec8;border-radius:4px;font:inherit}
-form button{margin-top:1rem;padding:.5rem 1.2rem;font:inherit;border:0;border-radius:4px;background:#0a58ca;color:#fff;cursor:pointer}
+form button{display:block;margin-top:1rem;padding:.5rem 1.2rem;font:inherit;border:0;border-radius:4px;background:#0a58ca;color:#fff;cursor:pointer}
 .note{color:#57606a;font-size:.92rem}
 `;
 

@@ -1,6 +1,6 @@
 /**
  * npm test: makes sure the tools the integration tests need are here (the Temporal CLI is built
- * into the per-user cache on first run), type-checks, then runs every vitest project.
+ * into the per-user cache on first run; Chromium for the page tests), type-checks, then runs every vitest project.
  * Extra arguments go to vitest (e.g. `npm test -- test/unit`).
  */
 import { spawn } from 'node:child_process';
@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { findOrInstallTemporalCli, SDK_DOWNLOAD } from './lib/temporalCli.js';
+import { findOrInstallChromium } from './lib/chromium.js';
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return new Promise((resolve) => {
@@ -23,6 +24,10 @@ if (!env.TEMPORAL_ADDRESS) {
   if (cli !== SDK_DOWNLOAD) env.TEMPORAL_CLI_PATH = cli;
   log(`Temporal CLI: ${cli}`);
 }
+
+// the page tests drive Debian's Chromium with puppeteer-core (installed here when missing)
+env.CHROMIUM_PATH = await findOrInstallChromium(log);
+log(`Chromium: ${env.CHROMIUM_PATH}`);
 
 log('type-checking (tsc --noEmit)');
 const tsc = await run('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], env);

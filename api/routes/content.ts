@@ -29,6 +29,8 @@ const contentRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { 
       reply.type(HTML).send(renderer.page(page.path, publicBase(ctx, request)) as never),
     );
   }
+  // Browsers ask for /favicon.ico on pages without an icon link (e.g. /rules): an empty answer, not a 404 in their console.
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_request, reply) => reply.code(204).header('cache-control', 'public, max-age=86400').send());
   if (ctx.sql) await app.register(contactRoutes, { ctx, renderer });
 };
 
