@@ -27,7 +27,11 @@ export interface DirectoryRebuildCounts {
   agents: number;
   /** active entries in the directory after the rebuild (passport not revoked) */
   active: number;
-  /** messages that were malformed, chunk groups that never completed, and repeats of a DID or a name taken earlier */
+  /**
+   * messages that are not a well-formed agent.registered (other types share the topic, e.g. the
+   * registry's registry.sponsored records), chunk groups that never completed, and repeats of a DID
+   * or a name taken earlier
+   */
   skipped: number;
   /** sequence number of the last message read (0 for an empty topic) */
   lastSequenceNumber: number;

@@ -82,7 +82,7 @@ export const rebuildResultSchema = z
     registrations: z.number().int().describe('well-formed agent.registered messages'),
     agents: z.number().int().describe('directory entries written from the replay'),
     active: z.number().int().describe('active entries in the directory after the rebuild'),
-    skipped: z.number().int().describe('malformed messages and repeated DIDs or names'),
+    skipped: z.number().int().describe('messages that are not a well-formed agent.registered (other types on the topic, e.g. registry.sponsored), chunk groups that never completed, and repeated DIDs or names'),
     lastSequenceNumber: z.number().int(),
     startedAt: z.number(),
     finishedAt: z.number(),
