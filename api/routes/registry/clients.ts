@@ -29,6 +29,8 @@ import { bearerToken } from '../../plugins/adminAuth.js';
 /** The JWT header type of our access tokens (RFC 9068). */
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+/** Made-up key digests remembered per process (see registryClientsFor). */
+const UNKNOWN_MAX = 10_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function keyDigest(key: string): Buffer {
@@ -141,12 +143,32 @@ export function registryClientsFor(app: FastifyInstance, deps: { sql: Sql; confi
   const { sql, config } = deps;
   const cache = useRegistryKeyCache(app, sql);
   const memo = new WeakMap<FastifyRequest, Promise<RegistryKeyRow | null>>();
+  // Digests PostgreSQL did not know either, so a flood of made-up keys costs no query each. Safe to
+  // remember: a key is only ever shown after its row committed, and a row reaching the cache drops
+  // its digest from here. Bounded: cleared when full.
+  const unknown = new Set<string>();
+  const forget = cache.onChange((_id, _before, after) => {
+    if (after) unknown.delete(after.key_sha256.toString('hex'));
+  });
+  app.addHook('onClose', async () => {
+    forget();
+  });
 
   async function byKey(key: string): Promise<RegistryKeyRow | null> {
     if (!isApiKey(key)) return null;
     const digest = keyDigest(key);
-    const row = (cache.isReady ? cache.lookup('byHash', digest.toString('hex'))[0] : undefined) ?? (await findRegistryKeyByHash(sql, digest));
-    return row && timingSafeEqual(row.key_sha256, digest) ? row : null;
+    const hex = digest.toString('hex');
+    let row = cache.isReady ? cache.lookup('byHash', hex)[0] : undefined;
+    if (!row) {
+      if (unknown.has(hex)) return null;
+      row = (await findRegistryKeyByHash(sql, digest)) ?? undefined;
+      if (!row) {
+        if (unknown.size >= UNKNOWN_MAX) unknown.clear();
+        unknown.add(hex);
+        return null;
+      }
+    }
+    return timingSafeEqual(row.key_sha256, digest) ? row : null;
   }
 
   async function byId(id: string): Promise<RegistryKeyRow | null> {
