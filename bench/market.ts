@@ -56,7 +56,7 @@ const WRITES: Record<Step, { transfer: number; topic: number }> = ESCROW
   : { 'post+fund': { transfer: 0, topic: 1 }, claim: { transfer: 0, topic: 1 }, deliver: { transfer: 0, topic: 1 }, complete: { transfer: 1, topic: 1 } };
 
 async function main() {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  Runtime.install({ logger: new DefaultLogger(process.env.BENCH_LOG === 'WARN' ? 'WARN' : 'ERROR') });
   const database = `market_bench_${process.pid}`;
   const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
   const url = process.env.DATABASE_URL ?? pg.url;
