@@ -27,6 +27,7 @@ import {
   condition,
   continueAsNew,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -155,7 +156,18 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     }
   }
 
+  /** Search attributes, and the current details the Web UI shows (kept across continue-as-new, unlike the start's summary). */
   function searchAttributes() {
+    setCurrentDetails(
+      [
+        `**${task.title.slice(0, 120)}** (${task.taskId})`,
+        `**Status** ${task.status} | **Escrow** ${task.escrowStatus}${task.scheduleId ? ` (schedule ${task.scheduleId})` : ''}`,
+        `**Price** ${task.priceHbar} HBAR | **Poster** ${task.posterDid} | **Claimer** ${task.claimerDid ?? '-'}`,
+        task.paymentTxId ? `**Payment** ${task.paymentTxId}` : task.refundTxId ? `**Refund** ${task.refundTxId}` : '',
+      ]
+        .filter(Boolean)
+        .join('\n'),
+    );
     upsertSearchAttributes([
       { key: TaskStatusKey, value: task.status },
       { key: EscrowStatusKey, value: task.escrowStatus },

@@ -478,6 +478,9 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     expect(d.searchAttributes.PriceHbar).toEqual([3]);
     expect(await d.staticSummary()).toContain('Operator view');
     expect(await d.staticDetails()).toContain(poster.did);
+    // the current details follow the steps (and survive continue-as-new)
+    const meta = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };
+    expect(meta.currentDetails).toContain('**Status** posted | **Escrow** scheduled');
     expect((await signed(`/market/tasks/${task.taskId}/cancel`, poster, { posterDid: poster.did })).status).toBe(200);
     void TINY;
   });

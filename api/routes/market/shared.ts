@@ -4,7 +4,8 @@
  *   marketState(ctx)        per-app state: the task book (memory, NOTIFY-fed), workflow waits and the
  *                           timings handed to new task workflows (tests shorten them), and the
  *                           `directPayment` hook part 2's payment.ts installs for complete without escrow
- *   loadTask(state, id)     the task from memory (PostgreSQL on a miss), 404 market_task_not_found
+ *   loadTask(state, id)     the task as its last step wrote it (PostgreSQL), for step routes; 404 market_task_not_found
+ *   readTask(state, id)     the task from memory (NOTIFY-fed), for read routes
  *   runTaskUpdate(...)      runs a taskLifecycle Update and maps its refusal (validator or handler,
  *                           a TaskRefusal ApplicationFailure) to the SPEC status; 202 request_pending
  *                           when the step is still running after the bounded wait
@@ -72,15 +73,23 @@ export function taskNotFound(taskId: string): ApiError {
   return new ApiError('market_task_not_found', `Task ${echo(taskId)} does not exist`, { hint: 'GET /market/tasks lists the tasks' });
 }
 
-/** The task from memory, or from PostgreSQL when this process has not heard of it yet; 404 otherwise. */
+/**
+ * The task as the last finished step wrote it, from PostgreSQL (one primary-key read), for the routes
+ * that take a step: a step's projection is written before its Update answers, so a client that sends
+ * the next step at once is checked against it, while this process's memory may still be a NOTIFY
+ * behind. 404 market_task_not_found.
+ */
 export async function loadTask(state: MarketState, taskId: string): Promise<TaskRecord> {
-  await state.book.ready();
-  const cached = state.book.get(taskId);
-  if (cached) return cached;
   if (!/^[0-9a-f-]{36}$/i.test(taskId)) throw taskNotFound(taskId);
   const row = await findTask(state.book.sql, taskId.toLowerCase());
   if (!row) throw taskNotFound(taskId);
   return row.record;
+}
+
+/** The task for the read routes: from memory (NOTIFY-fed), PostgreSQL when this process has not heard of it yet. */
+export async function readTask(state: MarketState, taskId: string): Promise<TaskRecord> {
+  await state.book.ready();
+  return state.book.get(taskId) ?? loadTask(state, taskId);
 }
 
 export function refusalError(r: TaskRefusal): ApiError {

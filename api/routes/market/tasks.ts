@@ -64,6 +64,7 @@ import { startOrAttach } from '../../workflowCalls.js';
 import {
   loadTask,
   marketState,
+  readTask,
   partyOf,
   pendingSchedules,
   pendingTask,
@@ -268,7 +269,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     {
       schema: { tags: ['market'], summary: 'One task', params: taskIdParams, response: { 200: taskSchema, ...errorResponses(404, 503) } },
     },
-    async (request) => taskResponse(await loadTask(state, request.params.taskId)),
+    async (request) => taskResponse(await readTask(state, request.params.taskId)),
   );
 
   app.get(
@@ -282,7 +283,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       },
     },
     async (request) => {
-      const t = await loadTask(state, request.params.taskId);
+      const t = await readTask(state, request.params.taskId);
       return {
         taskId: t.taskId,
         scheduleId: t.scheduleId,
