@@ -41,6 +41,8 @@ describe('config', () => {
       FACILITATOR_URL: 'https://facilitator.example',
       TRUST_SIGNING_KEY: '302e020100300506032b6570042204209d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60',
       TRUST_SIGNING_KEY_ID: 'trust-1',
+      OAUTH_SIGNING_KEY: '302e020100300506032b657004220420c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7',
+      OAUTH_SIGNING_KEY_ID: 'oauth-1',
     };
 
     const problemsOf = (env: Record<string, string>, role: 'api' | 'worker' = 'api') => {
