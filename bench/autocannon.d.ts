@@ -7,6 +7,8 @@ declare module 'autocannon' {
   }
   interface Histogram {
     average: number;
+    /** requests: how many were answered in all */
+    total: number;
     p50: number;
     p99: number;
   }

@@ -15,16 +15,19 @@
  * Before measuring it checks that both answer byte-identical bodies. Then for each route: app and
  * bare in alternating rounds (BENCH_ROUNDS=5 of BENCH_SECONDS=2 each), same connections; prints
  * req/s (mean of rounds), p99 latency (median of rounds) and the app/bare ratio (median of the
- * rounds' ratios) per route. BENCH_ROUTES=/did,/health measures a subset; BENCH_PROFILE=dir writes
+ * rounds' ratios) per route, and the CPU time each server process spent per request (its
+ * process.cpuUsage() around each round, asked over IPC): on a machine shared with other work the
+ * CPU ratio is the steadier of the two, since waiting for a core does not count. BENCH_ROUTES=/did,/health measures a subset; BENCH_PROFILE=dir writes
  * a CPU profile of the app process; BENCH_LOG_LEVEL overrides the app's log level (default info).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
+import pino from 'pino';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -52,10 +55,12 @@ async function serveApp() {
   const { client, mirror } = ledgerClients(deployment);
   const app = await buildApp(
     { config, sql, ledger: { deployment, client, mirror, keys: mirrorAccountKeys(mirror) } },
-    { logger: { stream: createWriteStream('/dev/null') } },
+    // the destination pino uses for stdout in production (sonic-boom), pointed at /dev/null
+    { logger: { stream: pino.destination('/dev/null') } },
   );
   await app.listen({ host: '127.0.0.1', port: 0 });
   process.once('SIGTERM', () => process.exit(0)); // exit (not killed) so a --cpu-prof profile is written
+  answerCpuProbe();
   process.stdout.write(`LISTENING ${(app.server.address() as { port: number }).port}\n`);
 }
 
@@ -69,15 +74,34 @@ async function serveBare() {
     app.get(r.path.split('?')[0]!, async () => json);
   }
   await app.listen({ host: '127.0.0.1', port: 0 });
+  answerCpuProbe();
   process.stdout.write(`LISTENING ${(app.server.address() as { port: number }).port}\n`);
 }
 
 // ------------------------------------------------------------------ main
 
+/** Server side of the CPU-time probe: answers 'cpu' with the process's CPU time so far (µs). */
+function answerCpuProbe() {
+  process.on('message', (m) => {
+    if (m === 'cpu') {
+      const u = process.cpuUsage();
+      process.send?.(u.user + u.system);
+    }
+  });
+}
+
+/** The CPU time (µs) a server process has used so far. */
+function cpuOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('message', (m) => resolve(Number(m)));
+    child.send('cpu');
+  });
+}
+
 function startChild(mode: string, env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
   // BENCH_PROFILE=dir: the app process writes a V8 CPU profile there (open it in Chrome DevTools)
   const profile = mode === 'serve-app' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', self, mode], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', self, mode], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -89,10 +113,17 @@ function startChild(mode: string, env: Record<string, string>): Promise<{ child:
   });
 }
 
-async function run(url: string, seconds: number) {
-  const r = await autocannon({ url, connections: CONNECTIONS, duration: seconds });
-  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${url}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
-  return { rps: r.requests.average, p99: r.latency.p99 };
+interface Server {
+  base: string;
+  child: ChildProcess;
+}
+
+async function run(server: Server, urlPath: string, seconds: number) {
+  const cpu0 = await cpuOf(server.child);
+  const r = await autocannon({ url: `${server.base}${urlPath}`, connections: CONNECTIONS, duration: seconds });
+  const cpu1 = await cpuOf(server.child);
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${urlPath}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+  return { rps: r.requests.average, p99: r.latency.p99, cpuPerRequest: (cpu1 - cpu0) / r.requests.total };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -101,20 +132,23 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
  * App and bare in alternating rounds (app, bare, app, bare, ...), so a change in the machine's
  * background load hits both alike; the ratio is the median of the rounds' ratios.
  */
-async function compare(appUrl: string, bareUrl: string) {
-  await run(appUrl, 1); // warm-up
-  await run(bareUrl, 1);
-  const app: Array<{ rps: number; p99: number }> = [];
-  const bare: Array<{ rps: number; p99: number }> = [];
+async function compare(appServer: Server, bareServer: Server, urlPath: string) {
+  await run(appServer, urlPath, 1); // warm-up
+  await run(bareServer, urlPath, 1);
+  type Round = Awaited<ReturnType<typeof run>>;
+  const app: Round[] = [];
+  const bare: Round[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    app.push(await run(appUrl, SECONDS));
-    bare.push(await run(bareUrl, SECONDS));
+    app.push(await run(appServer, urlPath, SECONDS));
+    bare.push(await run(bareServer, urlPath, SECONDS));
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const side = (rs: Round[]) => ({ rps: mean(rs.map((r) => r.rps)), p99: median(rs.map((r) => r.p99)), cpu: median(rs.map((r) => r.cpuPerRequest)) });
   return {
-    app: { rps: mean(app.map((r) => r.rps)), p99: median(app.map((r) => r.p99)) },
-    bare: { rps: mean(bare.map((r) => r.rps)), p99: median(bare.map((r) => r.p99)) },
+    app: side(app),
+    bare: side(bare),
     ratio: median(app.map((r, i) => r.rps / bare[i]!.rps)),
+    cpuRatio: median(app.map((r, i) => bare[i]!.cpuPerRequest / r.cpuPerRequest)),
   };
 }
 
@@ -213,15 +247,17 @@ async function main() {
     log(`measuring ${routes.length} routes: ${ROUNDS} rounds of ${SECONDS} s per server, alternating, ${CONNECTIONS} connections`);
     const rows: string[] = [];
     for (const r of routes) {
-      const { app, bare, ratio } = await compare(`${appBase}${r.path}`, `${bareBase}${r.path}`);
-      rows.push(`| ${r.name} | ${Math.round(app.rps).toLocaleString('en-US')} | ${app.p99} | ${Math.round(bare.rps).toLocaleString('en-US')} | ${bare.p99} | ${(ratio * 100).toFixed(0)}% |`);
+      const { app, bare, ratio, cpuRatio } = await compare({ base: appBase, child: appProc.child }, { base: bareBase, child: bareProc.child }, r.path);
+      rows.push(
+        `| ${r.name} | ${Math.round(app.rps).toLocaleString('en-US')} | ${app.p99} | ${Math.round(bare.rps).toLocaleString('en-US')} | ${bare.p99} | ${(ratio * 100).toFixed(0)}% | ${Math.round(app.cpu)} | ${Math.round(bare.cpu)} | ${(cpuRatio * 100).toFixed(0)}% |`,
+      );
       log(`  ${r.name}: ${(ratio * 100).toFixed(0)}%`);
     }
     const bytes = Object.fromEntries(bodies.map((b) => [b.path, b.body.length]));
     console.log(`\nHot reads over HTTP, ${ROUNDS} alternating rounds of ${SECONDS} s per route and server, ${CONNECTIONS} connections (autocannon), same run`);
     console.log(`${new Date().toISOString()} | ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'} | node ${process.version} | load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
-    console.log('| route | app req/s | app p99 ms | bare Fastify req/s | bare p99 ms | app / bare (median of rounds) |');
-    console.log('|---|---:|---:|---:|---:|---:|');
+    console.log('| route | app req/s | app p99 ms | bare req/s | bare p99 ms | req/s app / bare | app CPU µs/req | bare CPU µs/req | CPU bare / app |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of rows) console.log(row);
     console.log(`\nbody sizes (bytes): ${JSON.stringify(bytes)}`);
   } finally {
