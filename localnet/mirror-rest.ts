@@ -39,8 +39,8 @@ export function keyJson(k: Key | null | undefined) {
 
 const b64 = (u: Uint8Array) => Buffer.from(u).toString('base64');
 
-type Op = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte';
-interface Filter<T> {
+export type Op = 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte';
+export interface Filter<T> {
   op: Op;
   value: T;
 }
@@ -75,6 +75,43 @@ function orderOf(q: URLSearchParams, def: 'asc' | 'desc'): 'asc' | 'desc' {
   if (o === null) return def;
   if (o !== 'asc' && o !== 'desc') throw badParam('order');
   return o;
+}
+
+/** First index in [0, n) whose key is >= ns (strict: > ns), for keys ascending with the index. */
+function bound(n: number, key: (i: number) => Ns, ns: Ns, strict: boolean): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const k = key(mid);
+    if (k < ns || (strict && k === ns)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * The index window [lo, hi) of a topic's messages that the sequence number and timestamp bounds allow,
+ * without scanning: sequence numbers are dense from 1 (message i has sequence number i + 1) and
+ * consensus timestamps ascend with them. `ne` filters are left to the caller.
+ */
+export function messageWindow(msgs: readonly TopicMessage[], seqF: Filter<bigint>[], tsF: Filter<Ns>[]): [number, number] {
+  const n = msgs.length;
+  const idx = (seq: bigint) => (seq < 0n ? 0 : seq > BigInt(n) ? n : Number(seq)); // index just after `seq`
+  let lo = 0;
+  let hi = n;
+  for (const { op, value } of seqF) {
+    if (op === 'gt' || op === 'eq') lo = Math.max(lo, idx(op === 'gt' ? value : value - 1n));
+    if (op === 'gte') lo = Math.max(lo, idx(value - 1n));
+    if (op === 'lt') hi = Math.min(hi, idx(value - 1n));
+    if (op === 'lte' || op === 'eq') hi = Math.min(hi, idx(value));
+  }
+  const ts = (i: number) => msgs[i].consensusNs;
+  for (const { op, value } of tsF) {
+    if (op === 'gt' || op === 'gte' || op === 'eq') lo = Math.max(lo, bound(n, ts, value, op === 'gt'));
+    if (op === 'lt' || op === 'lte' || op === 'eq') hi = Math.min(hi, bound(n, ts, value, op !== 'lt'));
+  }
+  return [lo, Math.max(lo, hi)];
 }
 
 const parseSerial = (s: string) => (/^\d{1,19}$/.test(s) ? BigInt(s) : null);
@@ -363,8 +400,14 @@ export function createMirror(engine: Engine) {
         const order = orderOf(q, 'asc');
         const seqF = filters(q, 'sequencenumber', (s) => (/^\d{1,19}$/.test(s) ? BigInt(s) : null));
         const tsF = filters(q, 'timestamp', mirrorToNs);
-        const rows = t.messages.filter((x) => matches(x.seq, seqF) && matches<Ns>(x.consensusNs, tsF));
-        if (order === 'desc') rows.reverse();
+        // Walk the allowed window from the requested end, taking limit + 1 rows (the extra one says whether
+        // there is a next page): a page costs O(limit + log n), not O(topic).
+        const [lo, hi] = messageWindow(t.messages, seqF, tsF);
+        const rows: TopicMessage[] = [];
+        for (let k = 0; k < hi - lo && rows.length <= limit; k++) {
+          const x = t.messages[order === 'asc' ? lo + k : hi - 1 - k];
+          if (matches(x.seq, seqF) && matches<Ns>(x.consensusNs, tsF)) rows.push(x);
+        }
         const page = rows.slice(0, limit);
         const last = page[page.length - 1];
         return {
@@ -379,7 +422,8 @@ export function createMirror(engine: Engine) {
         const n = parseEntity(m[1]);
         if (n === null) throw badParam('topicId');
         if (!/^\d{1,19}$/.test(m[2])) throw badParam('sequenceNumber');
-        const msg = st.topics.get(n)?.messages.find((x) => x.seq === BigInt(m[2]));
+        const seq = BigInt(m[2]);
+        const msg = seq >= 1n && seq <= Number.MAX_SAFE_INTEGER ? st.topics.get(n)?.messages[Number(seq) - 1] : undefined;
         if (!msg) throw notFound();
         return messageJson(msg);
       },

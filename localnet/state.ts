@@ -102,6 +102,7 @@ export interface Topic {
   createdNs: Ns;
   expiryNs: Ns;
   deleted: boolean;
+  /** In consensus order; dense, so messages[i].seq === i + 1 (the mirror pages by index). */
   messages: TopicMessage[];
 }
 

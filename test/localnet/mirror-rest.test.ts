@@ -162,6 +162,22 @@ describe('mirror REST', () => {
     expect(seqs(p3.body)).toEqual([5]);
     expect(p3.body.links.next).toBeNull();
 
+    // Paging from a bound, both orders: the next link replaces the bound and keeps the other side.
+    const d1 = await getJson(`${base}?sequencenumber=lt:5&order=desc&limit=2`);
+    expect(seqs(d1.body)).toEqual([4, 3]);
+    expect(d1.body.links.next).toMatch(/sequencenumber=lt:3/);
+    const d2 = await getJson(origin + d1.body.links.next);
+    expect(seqs(d2.body)).toEqual([2, 1]);
+    expect(d2.body.links.next).toBeNull();
+    const a1 = await getJson(`${base}?sequencenumber=gt:1&sequencenumber=lt:5&limit=2`);
+    expect(seqs(a1.body)).toEqual([2, 3]);
+    const a2 = await getJson(origin + a1.body.links.next);
+    expect(seqs(a2.body)).toEqual([4]);
+    expect(a2.body.links.next).toBeNull();
+    expect(seqs((await getJson(`${base}?sequencenumber=gte:4&order=desc`)).body)).toEqual([5, 4]);
+    expect(seqs((await getJson(`${base}?sequencenumber=gt:5`)).body)).toEqual([]);
+    expect((await getJson(`${base}/6`)).status).toBe(404);
+
     const single = await getJson(`${base}/4`);
     expect(single.body).toEqual(all.body.messages[3]);
     expect((await getJson(`${base}?order=sideways`)).status).toBe(400);
