@@ -11,16 +11,16 @@
  *     SSRF rules, the 5 s deadline and a 4 KB cap apply).
  * Both places are looked at on every check; DNS wins when both hold.
  *
- * DNS goes through a node:dns Resolver: the system's resolvers by default, TRUST_DNS_SERVERS when
+ * DNS goes through net/dnsLookup: the system's resolvers by default, TRUST_DNS_SERVERS when
  * set (tests point it at a local DNS server). With TRUST_DNS_SERVERS the well-known fetch resolves
- * the host through the same servers, so a test domain can name 127.0.0.1 (with
+ * the host through the same servers (hostLookup, as the trust scans), so a test domain can name 127.0.0.1 (with
  * TRUST_ALLOW_PRIVATE). TRUST_FETCH_ORIGINS (tests only) sends a domain's fetches to a loopback
  * origin such as http://127.0.0.1:port.
  */
-import { Resolver } from 'node:dns/promises';
 import type { Sql } from 'postgres';
 import { ApplicationFailure } from '@temporalio/activity';
 import { safeFetch, SafeFetchError } from '../../net/safeFetch.js';
+import { dnsResolver, hostLookup, isDnsNotFound } from '../../net/dnsLookup.js';
 import { OWNERSHIP_WELL_KNOWN_PATH, ownershipDnsName, ownershipTxtValue } from '../../domain/domainName.js';
 import { expireChallenge, ownershipOf, recordChallengeCheck, type DomainOwnership, type OwnershipMethod } from '../../db/queries/domainOwnership.js';
 
@@ -59,8 +59,9 @@ export function createDomainOwnershipActivities(deps: DomainOwnershipActivityDep
   const { sql } = deps;
   const timeoutMs = deps.timeoutMs ?? 5_000;
   // 2 s per try, 2 tries: a check (DNS beside the fetch) stays well inside verify-ownership's wait
-  const resolver = new Resolver({ timeout: Math.min(timeoutMs, 2_000), tries: 2 });
-  if (deps.dnsServers?.length) resolver.setServers(deps.dnsServers);
+  const dnsOpts = { timeoutMs: Math.min(timeoutMs, 2_000) };
+  const servers = deps.dnsServers ?? [];
+  const resolver = dnsResolver(servers, dnsOpts);
 
   async function probeDns(domain: string, token: string): Promise<Probe> {
     const name = ownershipDnsName(domain);
@@ -70,7 +71,7 @@ export function createDomainOwnershipActivities(deps: DomainOwnershipActivityDep
       records = await resolver.resolveTxt(name);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      return { proof: null, detail: `dns ${name}: ${code === 'ENOTFOUND' || code === 'ENODATA' ? 'no TXT record' : code}` };
+      return { proof: null, detail: `dns ${name}: ${isDnsNotFound(err) ? 'no TXT record' : code}` };
     }
     const values = records.map((chunks) => chunks.join(''));
     if (values.some((v) => v.trim() === expected)) return { proof: `dns:${name} TXT "${expected}"`, detail: `dns ${name}: token found` };
@@ -78,12 +79,7 @@ export function createDomainOwnershipActivities(deps: DomainOwnershipActivityDep
   }
 
   /** The fetcher's resolver: the configured DNS servers when set, else the system's (safeFetch default). */
-  const lookup = deps.dnsServers?.length
-    ? async (host: string) => {
-        const [v4, v6] = await Promise.all([resolver.resolve4(host).catch(() => [] as string[]), resolver.resolve6(host).catch(() => [] as string[])]);
-        return [...v4.map((address) => ({ address, family: 4 })), ...v6.map((address) => ({ address, family: 6 }))];
-      }
-    : undefined;
+  const lookup = servers.length ? hostLookup(servers, dnsOpts) : undefined;
 
   async function probeWellKnown(domain: string, token: string): Promise<Probe> {
     const origin = deps.fetchOrigins?.[domain] ?? `https://${domain}`;

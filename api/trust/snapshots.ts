@@ -31,7 +31,7 @@ import { evaluateRules, PROBE_IDS, PROBES, PROFILE_VERSION, type ProbeId, type P
 import { evidenceHash, PROFILE_HASH, scoreSummary, SIGNATURE_ALGORITHM, snapshotHash, SNAPSHOT_VERSION, SPEC_VERSION, type ScoreSummary } from '../../domain/trust/snapshot.js';
 import { findDomainOwnership, type DomainOwnership } from '../../db/queries/domainOwnership.js';
 import { isPublicAddress, safeFetch, SafeFetchError } from '../../net/safeFetch.js';
-import { HostNotFoundError, hostLookup, type HostLookup } from './dnsLookup.js';
+import { HostNotFoundError, hostLookup, type HostLookup } from '../../net/dnsLookup.js';
 import { trustSignerFor, type TrustSigner } from './signingKey.js';
 
 /** Largest body a probe reads (an OpenAPI document can be large; the cap is still small). */
