@@ -213,6 +213,16 @@ describe('domain ownership challenges (DNS server, loopback sites, Temporal, Pos
     // the body is strict
     expect((await verify(D.wrong, { token: ch.token, extra: 1 })).status).toBe(400);
     expect((await verify(D.wrong, {})).status).toBe(400);
+
+    // with the workflow service down, a pending challenge cannot be checked: 503, retryable
+    const down = await buildTestApp(env(), { sql, temporal: async () => Promise.reject(new Error('connection refused')) });
+    try {
+      const u = await verify(D.wrong, { token: ch.token }, down);
+      expect(u.status).toBe(503);
+      expect(u.body).toMatchObject({ code: 'service_unavailable', error: 'The workflow service is unavailable' });
+    } finally {
+      await down.close();
+    }
   });
 
   it('the workflow proves ownership on its own once the record appears (no verify call)', async () => {

@@ -17,11 +17,11 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { AppContext } from '../../context.js';
 import { ApiError, echo } from '../../errors.js';
 import { errorResponses, linkMapSchema } from '../../schemas/common.js';
-import { startOrAttach } from '../../workflowCalls.js';
+import { startOrAttach, temporalClient } from '../../workflowCalls.js';
 import { WORKFLOW_WAIT_MS } from '../../passportState.js';
 import { ownershipDnsRecord, ownershipWellKnownUrl, parseDomainName } from '../../../domain/domainName.js';
 import {
@@ -95,15 +95,6 @@ const ownershipRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
   const sql = ctx.sql!;
   const config = ctx.config;
 
-  const temporal = async (): Promise<Client> => {
-    if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
-    try {
-      return await ctx.temporal();
-    } catch {
-      throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
-    }
-  };
-
   const startChallengeWorkflow = (row: DomainChallengeRow) => {
     const input: DomainOwnershipInput = {
       domain: row.domain,
@@ -152,7 +143,7 @@ const ownershipRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
 
   /** Asks the challenge's workflow for a check now; null when the workflow has ended (read the row). */
   const checkNow = async (row: DomainChallengeRow): Promise<OwnershipCheckResult | null> => {
-    const client = await temporal();
+    const client = await temporalClient(ctx);
     const workflowId = domainOwnershipWorkflowId(row.domain, row.token);
     const ask = async () => client.workflow.getHandle(workflowId).executeUpdate<OwnershipCheckResult, []>('checkNow');
     let timer: NodeJS.Timeout | undefined;
