@@ -12,6 +12,8 @@ import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
 import { marketState } from '../../api/routes/market/shared.js';
 import { taskWorkflowId } from '../../workflows/taskTypes.js';
+import { temporal } from '@temporalio/proto';
+import { parsePrivateKey } from '../../ledger/keys.js';
 import { buildTestApp } from '../support/app.js';
 import { getJson, paidPost, recordFixture, startPassportStack, type PassportStack } from './passportHarness.js';
 
@@ -467,6 +469,22 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     expect(posted.title).toBe('no worker yet');
     expect((await signed(`/market/tasks/${taskId}/cancel`, poster, { posterDid: poster.did })).status).toBe(200);
   }, 120_000);
+
+  it('no private key reaches the workflow: the history of a keyed lifecycle holds signed bytes and ids only', async () => {
+    const r = await post('/market/tasks/signed', { ...newTask({ priceHbar: 0.5 }), posterPrivateKey: poster.privateKey });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const taskId = r.body.taskId as string;
+    expect((await post(`/market/tasks/${taskId}/claim-with-key`, { claimerDid: claimer.did, claimerPrivateKey: claimer.privateKey })).status).toBe(200);
+    expect((await post(`/market/tasks/${taskId}/deliver-with-key`, { claimerDid: claimer.did, claimerPrivateKey: claimer.privateKey, resultBody: 'ok' })).status).toBe(200);
+    expect((await post(`/market/tasks/${taskId}/complete-with-key`, { posterDid: poster.did, posterPrivateKey: poster.privateKey })).status).toBe(200);
+    const history = await ps.t.client.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory();
+    const raw = Buffer.from(temporal.api.history.v1.History.encode(history).finish()).toString('latin1');
+    expect(raw).toContain(taskId); // the search below can find what is there
+    for (const a of [poster, claimer]) {
+      const k = parsePrivateKey(a.privateKey, a.keyType);
+      for (const form of [a.privateKey, k.toStringRaw(), k.toStringDer(), Buffer.from(k.toBytesRaw()).toString('base64')]) expect(raw).not.toContain(form);
+    }
+  });
 
   it('operators find tasks by search attributes and read the summary', async () => {
     const task = await postTask({ title: 'Operator view' });
