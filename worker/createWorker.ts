@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config/index.js';
 import { connectionOptions, dataConverter } from '../temporal/connection.js';
+import { keepAliveInterceptor } from './keepAlive.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -38,6 +39,7 @@ export async function createWorker(opts: {
     taskQueue: opts.taskQueue ?? opts.config.TEMPORAL_TASK_QUEUE,
     activities: opts.activities,
     dataConverter: dataConverter(opts.config),
+    interceptors: { activity: [keepAliveInterceptor] }, // every running activity heartbeats (recovery after a kill)
     // On SIGTERM: give running activities a moment, then stop even if pollers are still draining;
     // anything unfinished is retried by Temporal on another worker.
     shutdownGraceTime: '3s',

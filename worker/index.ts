@@ -8,6 +8,9 @@ import { IdempotentSubmitter } from '../ledger/submit.js';
 import { connectWorker, createWorker } from './createWorker.js';
 import { startChainIndexersOnce } from '../activities/evm/indexerControl.js';
 
+/** the longest a SIGTERMed worker takes to exit (its shutdownForceTime is 10 s) */
+const SHUTDOWN_EXIT_MS = 15_000;
+
 async function main() {
   const config = loadConfig(process.env, { role: 'worker' });
   if (!config.DATABASE_URL) throw new ConfigError(['DATABASE_URL: missing (the worker needs PostgreSQL)']);
@@ -23,7 +26,18 @@ async function main() {
   }
   const connection = await connectWorker(config);
   const worker = await createWorker({ config, connection, activities: createActivities({ config, sql, ledger }) });
-  const stop = () => worker.shutdown();
+  // SIGTERM/SIGINT: stop polling, let running activities finish within the worker's shutdownGraceTime
+  // (then they are cancelled and Temporal retries them elsewhere), and exit; a second signal or a
+  // shutdown that hangs past SHUTDOWN_EXIT_MS exits at once (unfinished work is retried by Temporal).
+  const stop = (signal: NodeJS.Signals) => {
+    console.log(`worker: ${signal}, shutting down`);
+    setTimeout(() => {
+      console.error(`worker: shutdown took more than ${SHUTDOWN_EXIT_MS} ms, exiting`);
+      process.exit(1);
+    }, SHUTDOWN_EXIT_MS).unref();
+    process.once(signal, () => process.exit(1));
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   startChainIndexersOnce(config); // chainIndexer workflows per configured EVM contract (no-op without EVM config)
@@ -32,6 +46,7 @@ async function main() {
   await connection.close();
   ledger?.client.close();
   await sql.end();
+  process.exit(0); // open handles (indexers, timers) must not keep a stopped worker alive
 }
 
 main().catch((err) => {

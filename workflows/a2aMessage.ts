@@ -12,6 +12,7 @@ import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } fr
 import type { A2aLedgerActivities } from '../activities/ledger/a2a.js';
 import type { A2aDbActivities, ProjectedA2aMessage } from '../activities/db/a2a.js';
 import type { PassportWorkflowTimings } from './passportIds.js';
+import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 export function a2aMessageWorkflowId(transactionId: string): string {
   return `a2a:${transactionId}`;
@@ -34,14 +35,14 @@ const LEDGER_FAILURE_PREFIX = 'LedgerError.';
 
 export async function a2aMessage(input: A2aMessageInput): Promise<A2aMessageResult> {
   const t = input.timings ?? {};
-  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? 30_000, backoffCoefficient: 2 };
-  const timeout = t.activityTimeoutMs ?? 120_000;
+  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2 };
+  // the chunk submission heartbeats per chunk, and the keep-alive in between (worker/keepAlive.ts)
   const ledger = proxyActivities<A2aLedgerActivities>({
-    startToCloseTimeout: timeout,
-    heartbeatTimeout: Math.min(timeout, 60_000),
-    retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? 20 },
+    startToCloseTimeout: t.activityTimeoutMs ?? 120_000, // up to 20 chunks, each a ledger write
+    heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
+    retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? LEDGER_MAX_ATTEMPTS },
   });
-  const db = proxyActivities<A2aDbActivities>({ startToCloseTimeout: timeout, retry });
+  const db = proxyActivities<A2aDbActivities>({ startToCloseTimeout: t.activityTimeoutMs ?? LEDGER_ACTIVITY_TIMEOUT_MS, heartbeatTimeout: HEARTBEAT_TIMEOUT_MS, retry });
 
   let submitted;
   try {

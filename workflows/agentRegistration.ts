@@ -16,6 +16,7 @@ import type { AgentRegisteredMessage } from '../domain/directory.js';
 import type { Capability } from '../domain/capabilities.js';
 import type { Tier } from '../domain/tiers.js';
 import type { PassportWorkflowTimings } from './passportIds.js';
+import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 export function agentRegistrationWorkflowId(did: string): string {
   return `agent:${did}`;
@@ -48,15 +49,16 @@ export interface AgentRegistrationResult {
 export function directoryActivities(timings: PassportWorkflowTimings = {}) {
   const retry = {
     initialInterval: timings.retryInitialMs ?? 1_000,
-    maximumInterval: timings.retryMaximumMs ?? 30_000,
+    maximumInterval: timings.retryMaximumMs ?? RETRY_MAXIMUM_MS,
     backoffCoefficient: 2,
   };
-  const startToCloseTimeout = timings.activityTimeoutMs ?? 120_000;
+  const startToCloseTimeout = timings.activityTimeoutMs ?? LEDGER_ACTIVITY_TIMEOUT_MS;
+  const heartbeatTimeout = HEARTBEAT_TIMEOUT_MS;
   return {
     /** a write with a compensation behind it: bounded attempts */
-    steps: proxyActivities<DirectoryLedgerActivities>({ startToCloseTimeout, retry: { ...retry, maximumAttempts: timings.ledgerMaxAttempts ?? 20 } }),
+    steps: proxyActivities<DirectoryLedgerActivities>({ startToCloseTimeout, heartbeatTimeout, retry: { ...retry, maximumAttempts: timings.ledgerMaxAttempts ?? LEDGER_MAX_ATTEMPTS } }),
     /** writes that must eventually happen: retried until they do */
-    durable: proxyActivities<DirectoryLedgerActivities & AgentDbActivities>({ startToCloseTimeout, retry }),
+    durable: proxyActivities<DirectoryLedgerActivities & AgentDbActivities>({ startToCloseTimeout, heartbeatTimeout, retry }),
   };
 }
 

@@ -8,6 +8,7 @@
 import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { DirectoryLedgerActivities, DirectoryRebuildCounts } from '../activities/ledger/directory.js';
 import type { PassportWorkflowTimings } from './passportIds.js';
+import { HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 export const DIRECTORY_REBUILD_WORKFLOW_ID = 'directory-rebuild';
 
@@ -25,8 +26,8 @@ export async function directoryRebuild(input: DirectoryRebuildInput = {}): Promi
   const t = input.timings ?? {};
   const { rebuildDirectoryProjection } = proxyActivities<DirectoryLedgerActivities>({
     startToCloseTimeout: Math.max(t.activityTimeoutMs ?? 0, 600_000),
-    heartbeatTimeout: 60_000,
-    retry: { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? 30_000, backoffCoefficient: 2, maximumAttempts: 5 },
+    heartbeatTimeout: HEARTBEAT_TIMEOUT_MS, // progress heartbeats per page and the keep-alive (worker/keepAlive.ts)
+    retry: { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2, maximumAttempts: 5 },
   });
   const startedAt = Date.now();
   setCurrentDetails('Replaying the directory topic from sequence 1 into the projection');

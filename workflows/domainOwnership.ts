@@ -12,6 +12,7 @@
  */
 import { allHandlersFinished, condition, defineQuery, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { DomainOwnershipActivities, OwnershipCheckResult } from '../activities/web/domainOwnership.js';
+import { DB_ACTIVITY_TIMEOUT_MS, HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 export function domainOwnershipWorkflowId(domain: string, token: string): string {
   return `domain-challenge:${domain}:${token}`;
@@ -37,8 +38,9 @@ export const DEFAULT_OWNERSHIP_POLL_MS = 5 * 60_000;
 export async function domainOwnership(input: DomainOwnershipInput): Promise<OwnershipCheckResult> {
   const acts = proxyActivities<DomainOwnershipActivities>({
     // one check is two probes of at most 5 s each, run side by side, and one UPDATE
-    startToCloseTimeout: 30_000,
-    retry: { initialInterval: input.retryInitialMs ?? 1_000, maximumInterval: input.retryMaximumMs ?? 30_000, backoffCoefficient: 2, maximumAttempts: 5 },
+    startToCloseTimeout: DB_ACTIVITY_TIMEOUT_MS,
+    heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
+    retry: { initialInterval: input.retryInitialMs ?? 1_000, maximumInterval: input.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2, maximumAttempts: 5 },
   });
   const ref = { domain: input.domain, token: input.token };
   const pollMs = Math.max(1, input.pollIntervalMs ?? DEFAULT_OWNERSHIP_POLL_MS);

@@ -3,6 +3,7 @@ import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@
 import type { PassportLedgerActivities } from '../activities/ledger/passports.js';
 import type { PassportDbActivities } from '../activities/db/passports.js';
 import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
+import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 /** Failure types that no retry can fix (see activities/ledger/passports.ts and activities/db/passports.ts). */
 const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch'];
@@ -10,20 +11,23 @@ const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch'];
 export function passportActivities(timings: PassportWorkflowTimings = {}) {
   const retryBase = {
     initialInterval: timings.retryInitialMs ?? 1_000,
-    maximumInterval: timings.retryMaximumMs ?? 30_000,
+    maximumInterval: timings.retryMaximumMs ?? RETRY_MAXIMUM_MS,
     backoffCoefficient: 2,
     nonRetryableErrorTypes: FINAL_TYPES,
   };
-  const startToCloseTimeout = timings.activityTimeoutMs ?? 120_000;
+  const startToCloseTimeout = timings.activityTimeoutMs ?? LEDGER_ACTIVITY_TIMEOUT_MS;
+  const heartbeatTimeout = HEARTBEAT_TIMEOUT_MS; // a dead worker's attempt is retried within it (worker/keepAlive.ts)
   return {
     /** Ledger writes with a saga behind them: bounded attempts, then they count as failed for good. */
     steps: proxyActivities<PassportLedgerActivities>({
       startToCloseTimeout,
-      retry: { ...retryBase, maximumAttempts: timings.ledgerMaxAttempts ?? 20 },
+      heartbeatTimeout,
+      retry: { ...retryBase, maximumAttempts: timings.ledgerMaxAttempts ?? LEDGER_MAX_ATTEMPTS },
     }),
     /** Writes that must eventually happen (audit, projection, refunds): retried until they do. */
     durable: proxyActivities<PassportLedgerActivities & PassportDbActivities>({
       startToCloseTimeout,
+      heartbeatTimeout,
       retry: retryBase, // no maximumAttempts: unlimited (the SDK refuses 0)
     }),
   };

@@ -16,6 +16,7 @@ import { sponsoredMessage } from '../domain/registry.js';
 import type { RegistryActivities } from '../activities/ledger/registry.js';
 import type { TopicWrite } from '../activities/ledger/directory.js';
 import type { PassportWorkflowTimings } from './passportIds.js';
+import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 export function sponsoredRegistrationWorkflowId(id: string): string {
   return `registry-sponsored:${id}`;
@@ -38,11 +39,12 @@ export interface SponsoredRegistrationResult {
 
 export async function sponsoredRegistration(input: SponsoredRegistrationInput): Promise<SponsoredRegistrationResult> {
   const t = input.timings ?? {};
-  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? 30_000, backoffCoefficient: 2 };
-  const startToCloseTimeout = t.activityTimeoutMs ?? 120_000;
+  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2 };
+  const startToCloseTimeout = t.activityTimeoutMs ?? LEDGER_ACTIVITY_TIMEOUT_MS;
+  const heartbeatTimeout = HEARTBEAT_TIMEOUT_MS;
   // the ledger write has a compensation behind it: bounded attempts; the row updates are retried until they succeed
-  const steps = proxyActivities<RegistryActivities>({ startToCloseTimeout, retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? 20 } });
-  const durable = proxyActivities<RegistryActivities>({ startToCloseTimeout, retry });
+  const steps = proxyActivities<RegistryActivities>({ startToCloseTimeout, heartbeatTimeout, retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? LEDGER_MAX_ATTEMPTS } });
+  const durable = proxyActivities<RegistryActivities>({ startToCloseTimeout, heartbeatTimeout, retry });
   const info = workflowInfo();
   const message = sponsoredMessage(input);
   setCurrentDetails(`Sponsored registration "${input.name}" (${input.id}) for ${input.owner}: directory message`);

@@ -9,6 +9,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 import type { AttestActivities, OnChainAttestation } from '../activities/evm/attest.js';
+import { HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 export function trustAttestWorkflowId(domain: string, snapshotHash: string): string {
   return `trust-attest:${domain}:${snapshotHash}`;
@@ -27,7 +28,8 @@ export async function trustAttest(input: TrustAttestInput): Promise<OnChainAttes
   const evm = proxyActivities<AttestActivities>({
     // one attempt: a call, a signature, a send and the wait for the receipt (60 s at most)
     startToCloseTimeout: 120_000,
-    retry: { initialInterval: input.retryInitialMs ?? 1_000, maximumInterval: input.retryMaximumMs ?? 30_000, backoffCoefficient: 2, maximumAttempts: input.maxAttempts ?? 10 },
+    heartbeatTimeout: HEARTBEAT_TIMEOUT_MS, // a dead worker's attempt is retried within it (worker/keepAlive.ts)
+    retry: { initialInterval: input.retryInitialMs ?? 1_000, maximumInterval: input.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2, maximumAttempts: input.maxAttempts ?? 10 },
   });
   return evm.attestSnapshot({ domain: input.domain, snapshotHash: input.snapshotHash });
 }

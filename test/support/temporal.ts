@@ -8,6 +8,7 @@ import { inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import proto from '@temporalio/proto';
+import { keepAliveInterceptor } from '../../worker/keepAlive.js';
 
 const { History } = proto.temporal.api.history.v1;
 
@@ -34,7 +35,8 @@ export async function connectTestTemporal(prefix?: string): Promise<TestTemporal
     client,
     connection,
     taskQueue,
-    createWorker: (opts) => Worker.create({ connection, namespace: 'default', taskQueue, ...opts }),
+    // the keep-alive heartbeats as production workers do (activities have a short heartbeatTimeout)
+    createWorker: (opts) => Worker.create({ connection, namespace: 'default', taskQueue, interceptors: { activity: [keepAliveInterceptor] }, ...opts }),
     async close() {
       await clientConnection.close();
       await connection.close();
