@@ -429,6 +429,52 @@ export function createMirror(engine: Engine) {
       },
     ],
     [
+      // The mirror's transaction list (issue 13 audits): account.id (payer, HBAR or NFT transfer), timestamp,
+      // transactiontype, result=success|fail, type=credit|debit, order (desc), limit, links.next by timestamp.
+      /^\/api\/v1\/transactions$/,
+      (_m, q, path) => {
+        const limit = limitOf(q);
+        const order = orderOf(q, 'desc');
+        const tsF = filters(q, 'timestamp', mirrorToNs);
+        const acctF = filters(q, 'account.id', (s) => parseEntity(s));
+        if (acctF.length > 1 || acctF.some((f) => f.op !== 'eq')) throw badParam('account.id');
+        const acct = acctF[0]?.value ?? null;
+        const type = q.get('transactiontype')?.toUpperCase() ?? null;
+        if (type !== null && !/^[A-Z]{3,40}$/.test(type)) throw badParam('transactiontype');
+        const result = q.get('result');
+        if (result !== null && result !== 'success' && result !== 'fail') throw badParam('result');
+        const credit = q.get('type');
+        if (credit !== null && credit !== 'credit' && credit !== 'debit') throw badParam('type');
+        const SUCCESS = proto.ResponseCodeEnum.SUCCESS;
+        const keep = (r: TxRecord) =>
+          (acct === null || r.txId.payer === acct || r.transfers.some((t) => t.account === acct) || r.nftTransfers.some((t) => t.sender === acct || t.receiver === acct)) &&
+          (type === null || r.name === type) &&
+          (result === null || (r.status === SUCCESS) === (result === 'success')) &&
+          (credit === null || r.transfers.some((t) => (acct === null || t.account === acct) && (credit === 'credit' ? t.amount > 0n : t.amount < 0n))) &&
+          matches<Ns>(r.consensusNs, tsF);
+        // the timestamp bounds by binary search (records are in consensus order), then limit + 1 rows from the requested end
+        const recs = st.recordsByNs;
+        const ts = (i: number) => recs[i].consensusNs;
+        let lo = 0;
+        let hi = recs.length;
+        for (const { op, value } of tsF) {
+          if (op === 'gt' || op === 'gte' || op === 'eq') lo = Math.max(lo, bound(recs.length, ts, value, op === 'gt'));
+          if (op === 'lt' || op === 'lte' || op === 'eq') hi = Math.min(hi, bound(recs.length, ts, value, op !== 'lt'));
+        }
+        const rows: TxRecord[] = [];
+        for (let k = 0; k < hi - lo && rows.length <= limit; k++) {
+          const r = recs[order === 'asc' ? lo + k : hi - 1 - k];
+          if (keep(r)) rows.push(r);
+        }
+        const page = rows.slice(0, limit);
+        const last = page[page.length - 1];
+        return {
+          transactions: page.map(txJson),
+          links: { next: rows.length > limit && last ? nextLink(path, q, 'timestamp', order, nsToMirror(last.consensusNs), limit) : null },
+        };
+      },
+    ],
+    [
       /^\/api\/v1\/transactions\/([^/]+)$/,
       (m, q) => {
         const id = parseTxIdString(decodeURIComponent(m[1]));
