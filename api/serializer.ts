@@ -30,18 +30,49 @@ function zodSchemaOf(maybe: unknown): z.ZodType | null {
 }
 
 /**
- * The schema without its `required` lists. fast-json-stringify writes required properties before
- * optional ones; without the lists it keeps the schema's order, so the bytes are the ones zod +
- * JSON.stringify wrote. (The lists only made it throw on a missing property: handlers' return
+ * The schema without its `required` lists (outside unions, see below). fast-json-stringify writes
+ * required properties before optional ones; without the lists it keeps the schema's order, so the
+ * bytes are the ones zod + JSON.stringify wrote. (The lists only made it throw on a missing property: handlers' return
  * types are checked against the same zod schemas at compile time, and responses are not validated
  * at run time any more -- the point of compiling.)
  */
-function withoutRequired(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(withoutRequired);
-  if (!node || typeof node !== 'object') return node;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node)) if (k !== 'required') out[k] = withoutRequired(v);
-  return out;
+function withoutRequired(root: unknown): unknown {
+  const defs = ((root as { definitions?: Record<string, unknown> } | null)?.definitions ?? {}) as Record<string, unknown>;
+  // definitions reachable from inside an anyOf/oneOf (through $ref, transitively)
+  const unionDefs = new Set<string>();
+  const collect = (node: unknown, inUnion: boolean): void => {
+    if (Array.isArray(node)) return node.forEach((n) => collect(n, inUnion));
+    if (!node || typeof node !== 'object') return;
+    for (const [k, v] of Object.entries(node)) {
+      if (k === '$ref' && inUnion && typeof v === 'string') {
+        const name = v.replace('#/definitions/', '');
+        if (!unionDefs.has(name)) {
+          unionDefs.add(name);
+          collect(defs[name], true);
+        }
+      } else if (k !== 'definitions') collect(v, inUnion || k === 'anyOf' || k === 'oneOf');
+    }
+  };
+  collect(root, false);
+  for (const [name, def] of Object.entries(defs)) if (!unionDefs.has(name)) collect(def, false);
+
+  const walk = (node: unknown, inUnion: boolean): unknown => {
+    if (Array.isArray(node)) return node.map((n) => walk(n, inUnion));
+    if (!node || typeof node !== 'object') return node;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) {
+      // Inside anyOf/oneOf fast-json-stringify picks the branch by validating the value: there the
+      // required lists stay (they tell branches apart), and additionalProperties: false goes (an
+      // extra field would match no branch and throw, where zod just dropped it).
+      if (k === 'required' && !inUnion) continue;
+      if (k === 'additionalProperties' && v === false && inUnion) continue;
+      if (k === 'definitions' && v && typeof v === 'object') {
+        out[k] = Object.fromEntries(Object.entries(v).map(([name, d]) => [name, walk(d, unionDefs.has(name))]));
+      } else out[k] = walk(v, inUnion || k === 'anyOf' || k === 'oneOf');
+    }
+    return out;
+  };
+  return walk(root, false);
 }
 
 /** The compiled serialiser of a zod schema (memoised); null when JSON Schema cannot express it. */

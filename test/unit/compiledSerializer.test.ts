@@ -25,6 +25,7 @@ function arbitraryOf(schema: Json, defs: Json, depth = 0): fc.Arbitrary<unknown>
   if (Array.isArray(schema.type)) return fc.oneof(...(schema.type as string[]).map((t) => arbitraryOf({ ...schema, type: t }, defs, depth)));
   switch (schema.type) {
     case 'string':
+      if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern as string));
       return fc.string({ unit: 'binary', maxLength: 12 }); // any code units, lone surrogates and controls included
     case 'integer':
       return fc.integer({ min: Math.max(schema.minimum ?? -1e15, -1e15), max: Math.min(schema.maximum ?? 1e15, 1e15) });
