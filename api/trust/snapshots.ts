@@ -11,14 +11,19 @@
  *  3. the rules are evaluated, evidence hashed, the Merkle root and score computed
  *     (domain/trust/), domain_ownership read from PostgreSQL (db/queries/domainOwnership.ts);
  *  4. snapshot_hash over the RFC 8785 JSON without integrity/on_chain, Ed25519-signed
- *     (api/trust/signingKey.ts).
+ *     (api/trust/signingKey.ts);
+ *  5. on_chain added when that snapshot_hash has a confirmed attestation (trust_attestations,
+ *     POST /api/trust/{domain}/attest), so GET shows what attest answered.
  *
  * Cache (decision): per process, in memory, per domain, for TRUST_SNAPSHOT_TTL_MS. A snapshot is a
  * signed, self-verifying document, so two instances holding different (both valid) snapshots of a
  * domain for a few minutes is harmless. Ownership is re-read on every request (one indexed query):
  * when it differs from the cached snapshot's, the snapshot is re-assembled and re-signed from the
  * cached scan, so a proven ownership shows at once on every instance without a rescan.
- * Concurrent requests for a domain share one scan.
+ * Concurrent requests for a domain share one generation (scan, assembly, signature: single-flight
+ * per domain), so they get the same snapshot and snapshot_hash. The attestation of the served hash
+ * is read on each request until it is confirmed, then kept with the cached snapshot (a confirmed
+ * attestation does not change).
  */
 import type { Sql } from 'postgres';
 import { ApiError, echo } from '../errors.js';
@@ -30,6 +35,7 @@ import { merkleRoot } from '../../domain/trust/merkle.js';
 import { evaluateRules, PROBE_IDS, PROBES, PROFILE_VERSION, type ProbeId, type ProbeOutcome, type RuleResultKind } from '../../domain/trust/rules.js';
 import { evidenceHash, PROFILE_HASH, scoreSummary, SIGNATURE_ALGORITHM, snapshotHash, SNAPSHOT_VERSION, SPEC_VERSION, type ScoreSummary } from '../../domain/trust/snapshot.js';
 import { findDomainOwnership, type DomainOwnership } from '../../db/queries/domainOwnership.js';
+import { findAttestation, onChainOf, type OnChainAttestation } from '../../db/queries/trustAttestations.js';
 import { isPublicAddress, safeFetch, SafeFetchError } from '../../net/safeFetch.js';
 import { HostNotFoundError, hostLookup, type HostLookup } from '../../net/dnsLookup.js';
 import { trustSignerFor, type TrustSigner } from './signingKey.js';
@@ -60,7 +66,7 @@ export interface TrustSnapshot {
   rule_results: RuleResultEntry[];
   domain_ownership: DomainOwnership;
   integrity: { snapshot_hash: string; signature_algorithm: string; signature: string; public_key: string; key_id: string };
-  on_chain?: { chain: string; chain_id: number; contract_address: string; token_id: number; attested_at: string; attested_by: string; tx_hash: string; revoked: boolean };
+  on_chain?: OnChainAttestation;
   _links: Record<string, { href: string; method?: 'GET' | 'POST' }>;
 }
 
@@ -80,6 +86,8 @@ interface CacheEntry {
   /** canonical JSON of the ownership the snapshot carries */
   ownershipKey: string;
   expiresAt: number;
+  /** the confirmed attestation of snapshot's hash, once seen */
+  onChain?: OnChainAttestation;
 }
 
 export interface TrustSnapshotDeps {
@@ -91,7 +99,8 @@ export interface TrustSnapshotDeps {
 
 export class TrustSnapshots {
   private readonly cache = new Map<string, CacheEntry>();
-  private readonly scans = new Map<string, Promise<Scan>>();
+  /** generations under way, per domain (single-flight) */
+  private readonly generations = new Map<string, Promise<CacheEntry>>();
   private readonly lookup: HostLookup;
   private readonly origins: Record<string, string>;
   readonly signer: TrustSigner;
@@ -106,7 +115,8 @@ export class TrustSnapshots {
 
   /**
    * The current snapshot of a domain (as given by the client: validated and normalised here).
-   * `fresh: true` ignores a cached scan. Throws ApiError 400/404/503 as the file comment says.
+   * `fresh: true` ignores a cached scan (but joins a generation under way). Throws ApiError
+   * 400/404/503 as the file comment says.
    */
   async snapshotFor(rawDomain: string, opts: { fresh?: boolean } = {}): Promise<TrustSnapshot> {
     const parsed = parseDomainName(rawDomain);
@@ -114,18 +124,14 @@ export class TrustSnapshots {
     const domain = parsed.domain;
     const ownership = await this.ownershipOf(domain);
     const ownershipKey = canonicalJson(ownership);
-    const nowMs = this.now().getTime();
     const cached = this.cache.get(domain);
-    if (!opts.fresh && cached && cached.expiresAt > nowMs) {
-      if (cached.ownershipKey === ownershipKey) return cached.snapshot;
-      const snapshot = this.assemble(cached.scan, ownership);
-      this.cache.set(domain, { ...cached, snapshot, ownershipKey });
-      return snapshot;
+    let entry = !opts.fresh && cached && cached.expiresAt > this.now().getTime() ? cached : await this.generateOnce(domain, ownership, ownershipKey);
+    if (entry.ownershipKey !== ownershipKey) {
+      // ownership changed since the scan: re-signed from the same scan, no rescan
+      entry = { ...entry, snapshot: this.assemble(entry.scan, ownership), ownershipKey, onChain: undefined };
+      if (this.cache.get(domain)?.scan === entry.scan) this.cache.set(domain, entry);
     }
-    const scan = await this.scanOnce(domain);
-    const snapshot = this.assemble(scan, ownership);
-    this.remember(domain, { scan, snapshot, ownershipKey, expiresAt: nowMs + this.deps.config.TRUST_SNAPSHOT_TTL_MS });
-    return snapshot;
+    return this.withOnChain(entry);
   }
 
   /** Drops a domain's cached snapshot (tests, or a caller that knows the domain changed). */
@@ -149,13 +155,33 @@ export class TrustSnapshots {
     while (this.cache.size > CACHE_MAX_DOMAINS) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  private scanOnce(domain: string): Promise<Scan> {
-    let running = this.scans.get(domain);
+  /** Scan, assemble, sign and cache, once per domain at a time: concurrent callers share the entry. */
+  private generateOnce(domain: string, ownership: DomainOwnership, ownershipKey: string): Promise<CacheEntry> {
+    let running = this.generations.get(domain);
     if (!running) {
-      running = this.scan(domain).finally(() => this.scans.delete(domain));
-      this.scans.set(domain, running);
+      running = (async () => {
+        const scan = await this.scan(domain);
+        const entry: CacheEntry = { scan, snapshot: this.assemble(scan, ownership), ownershipKey, expiresAt: this.now().getTime() + this.deps.config.TRUST_SNAPSHOT_TTL_MS };
+        this.remember(domain, entry);
+        return entry;
+      })().finally(() => this.generations.delete(domain));
+      this.generations.set(domain, running);
     }
     return running;
+  }
+
+  /** The entry's snapshot, with on_chain when its hash has a confirmed attestation. */
+  private async withOnChain(entry: CacheEntry): Promise<TrustSnapshot> {
+    if (!entry.onChain && this.deps.sql) {
+      let row;
+      try {
+        row = await findAttestation(this.deps.sql, entry.snapshot.integrity.snapshot_hash);
+      } catch {
+        throw new ApiError('service_unavailable', 'The attestation records cannot be read now', { hint: 'Retry after 30 seconds' });
+      }
+      if (row?.status === 'confirmed') entry.onChain = onChainOf(row);
+    }
+    return entry.onChain ? { ...entry.snapshot, on_chain: entry.onChain } : entry.snapshot;
   }
 
   /** The origin a domain's probes are fetched from: https://{domain}, or a test-only override. */

@@ -9,7 +9,10 @@ import canonicalize from 'canonicalize';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createSql, type Sql } from '../../db/client.js';
-import { buildTestApp } from '../support/app.js';
+import { buildTestApp, testConfig } from '../support/app.js';
+import { TrustSnapshots } from '../../api/trust/snapshots.js';
+import { PROBE_IDS } from '../../domain/trust/rules.js';
+import { confirmAttestation, openAttestation } from '../../db/queries/trustAttestations.js';
 import { startTestDns, type TestDnsServer } from '../support/testDns.js';
 
 type Json = Record<string, any>;
@@ -89,6 +92,8 @@ const D = {
   verify: `verify-${run}.snapshot.test`,
   grow: `grow-${run}.snapshot.test`,
   cached: `cached-${run}.snapshot.test`,
+  flight: `flight-${run}.snapshot.test`,
+  chain: `chain-${run}.snapshot.test`,
 };
 
 describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () => {
@@ -252,6 +257,49 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
     const { integrity, ...unsigned } = third.body;
     expect(sha256(canonicalize(unsigned)!)).toBe(integrity.snapshot_hash);
     expect(integrity.key_id).toBe(first.body.integrity.key_id);
+  });
+
+  it('concurrent first requests for a domain share one generation: one scan, the same snapshot and hash', async () => {
+    // a clock that moves 1 ms per reading, so two separate assemblies could never sign the same generated_at
+    let ms = Date.parse('2026-01-01T00:00:00.000Z');
+    const tick = () => new Date(ms++);
+    for (const ttl of ['3600000', '0']) {
+      const service = new TrustSnapshots({ config: testConfig({ ...env(), TRUST_SNAPSHOT_TTL_MS: ttl }), sql, now: tick });
+      const before = sites.flight.requests();
+      const all = await Promise.all([0, 1, 2, 3, 4].map(() => service.snapshotFor(D.flight)));
+      expect(sites.flight.requests() - before, `ttl ${ttl}`).toBe(PROBE_IDS.length);
+      for (const snap of all) expect(snap, `ttl ${ttl}`).toEqual(all[0]);
+    }
+  });
+
+  it('shows on_chain once the served snapshot_hash has a confirmed attestation (not while it is pending)', async () => {
+    const first = await get(app, `/api/trust/${D.chain}`);
+    expect(first.status).toBe(200);
+    expect(first.body).not.toHaveProperty('on_chain');
+    const hash = first.body.integrity.snapshot_hash as string;
+    const contract = '0x' + 'ab'.repeat(20);
+    await openAttestation(sql, { snapshotHash: hash, domain: D.chain, attestedBy: 'did:hedera:local:0.0.1234', chainId: 31337, contractAddress: contract, snapshot: first.body });
+    expect((await get(app, `/api/trust/${D.chain}`)).body).not.toHaveProperty('on_chain');
+    const attestedAt = new Date('2026-02-03T04:05:06.000Z');
+    await confirmAttestation(sql, hash, { txHash: '0x' + 'cd'.repeat(32), tokenId: 7n, blockNumber: 42n, attestedAt });
+    const after = await get(app, `/api/trust/${D.chain}`);
+    expect(after.status).toBe(200);
+    const { on_chain: onChain, ...rest } = after.body;
+    expect(rest).toEqual(first.body);
+    expect(onChain).toEqual({
+      chain: 'eip155',
+      chain_id: 31337,
+      contract_address: contract,
+      token_id: 7,
+      attested_at: attestedAt.toISOString(),
+      attested_by: 'did:hedera:local:0.0.1234',
+      tx_hash: '0x' + 'cd'.repeat(32),
+      revoked: false,
+    });
+    // the hash still covers the snapshot without integrity and on_chain
+    const { integrity, ...unsigned } = rest;
+    expect(sha256(canonicalize(unsigned)!)).toBe(integrity.snapshot_hash);
+    expect((await get(app, `/api/trust/${D.chain}`)).body).toEqual(after.body);
   });
 
   it('404 trust_domain_not_found for a domain that does not resolve, or resolves to a private address under the production rule', async () => {
