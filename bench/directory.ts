@@ -28,11 +28,10 @@ import agentsRoutes from '../api/routes/agents/index.js';
 import type { AppContext } from '../api/context.js';
 import { createDirectoryLedgerActivities } from '../activities/ledger/directory.js';
 import { IdempotentSubmitter } from '../ledger/submit.js';
-import { CAPABILITIES } from '../domain/capabilities.js';
-import { TIERS } from '../domain/tiers.js';
 import type { AgentRegisteredMessage } from '../domain/directory.js';
 import { testConfig } from '../test/support/app.js';
 import { startLedgerStack } from '../test/support/ledgerStack.js';
+import { fmt, injectLatency, log, seedAgents, table } from './lib.js';
 
 /** autocannon ships no types; the part used here. */
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: { url: string; connections: number; duration: number }) => Promise<{
@@ -47,38 +46,6 @@ const INJECTS = Number(process.env.BENCH_INJECTS ?? 2_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 100_000);
 
-const log = (s: string) => process.stderr.write(`${s}\n`);
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-function table(title: string, header: string[], rows: string[][]) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  console.log(`\n${title}`);
-  console.log(line(header));
-  console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
-  for (const r of rows) console.log(line(r));
-}
-
-/** AGENTS registered rows: capabilities, skills and tiers spread so every filter has work to do. */
-async function seedAgents(sql: Sql): Promise<void> {
-  await sql.unsafe(`
-    insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, tier,
-                        registered_at, active, status, directory_sequence)
-    select 'did:hedera:local:0.0.' || (100000 + i), 'local', '0.0.' || (100000 + i), '0.0.900', i,
-           'agent-' || i,
-           (select coalesce(jsonb_agg(c), '[]'::jsonb) from jsonb_array_elements_text('${JSON.stringify(CAPABILITIES)}'::jsonb) with ordinality as t(c, k)
-             where (i >> (k::int - 1)) & 1 = 1),
-           jsonb_build_array('skill-' || (i % 500), 'lang-' || (i % 7)),
-           'https://agent-' || i || '.example.com/a2a',
-           (array${JSON.stringify(TIERS).replace(/"/g, "'")})[1 + i % 4],
-           now() - make_interval(secs => ${AGENTS} - i), (i % 50) <> 0, 'registered', i
-      from generate_series(1, ${AGENTS}) as i`);
-}
-
 function productApp(sql: Sql): { app: FastifyInstance; ctx: AppContext } {
   const config = testConfig({});
   // GET /agents needs PostgreSQL (the cache) and the network name only; the rest of the ledger
@@ -91,20 +58,6 @@ function productApp(sql: Sql): { app: FastifyInstance; ctx: AppContext } {
   return { app, ctx };
 }
 
-async function injectLatency(app: FastifyInstance, url: string): Promise<{ p50: number; p99: number; body: string }> {
-  let body = '';
-  for (let i = 0; i < 200; i++) body = (await app.inject({ url })).body; // warm-up
-  const times: number[] = [];
-  for (let i = 0; i < INJECTS; i++) {
-    const t = performance.now();
-    const res = await app.inject({ url });
-    times.push(performance.now() - t);
-    if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body.slice(0, 200)}`);
-  }
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99), body };
-}
-
 async function cannon(url: string): Promise<{ rps: number; p50: number; p99: number }> {
   const r = await autocannon({ url, connections: 16, duration: SECONDS });
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
@@ -113,7 +66,7 @@ async function cannon(url: string): Promise<{ rps: number; p50: number; p99: num
 
 async function benchQueries(sql: Sql) {
   log(`seeding ${fmt(AGENTS)} agents`);
-  await seedAgents(sql);
+  await seedAgents(sql, AGENTS);
   const { app, ctx } = productApp(sql);
   await app.register(errorHandler, { bodyLimit: 1024 * 1024 });
   await app.register(agentsRoutes, { ctx });
@@ -142,9 +95,9 @@ async function benchQueries(sql: Sql) {
 
   const latencyRows: string[][] = [];
   for (const [i, [what, url]] of queries.entries()) {
-    const p = await injectLatency(app, url);
+    const p = await injectLatency(app, url, INJECTS);
     bodies.set(String(i), p.body);
-    const b = await injectLatency(bare, `/bare/${i}`);
+    const b = await injectLatency(bare, `/bare/${i}`, INJECTS);
     const total = (JSON.parse(p.body) as { total?: number }).total;
     latencyRows.push([what, total === undefined ? '1' : fmt(total), fmt(p.p50, 3), fmt(p.p99, 3), fmt(b.p50, 3), fmt(b.p99, 3), fmt(p.body.length)]);
   }

@@ -57,6 +57,16 @@ export function shareLimit(limit: number, agents: number, tasks: number): [numbe
   return [a, Math.min(tasks, limit - a)];
 }
 
+/** fn memoised per (immutable) object. */
+function onceEach<K extends object>(fn: (k: K) => string): (k: K) => string {
+  const done = new WeakMap<K, string>();
+  return (k) => {
+    let v = done.get(k);
+    if (v === undefined) done.set(k, (v = fn(k)));
+    return v;
+  };
+}
+
 const searchRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const sources = memorySources(ctx);
   const agentIndex = new SubstringIndex<AgentEntry>((a) => [a.name, a.did, ...(a.skills ?? []), ...a.capabilities]);
@@ -80,41 +90,29 @@ const searchRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
   // so each result is serialised once, the first time it is found.
   const serializeAgent = serializerFor(agentSearchResultSchema);
   const serializeTask = serializerFor(taskSearchResultSchema);
-  const agentJson = new WeakMap<AgentEntry, string>();
-  const taskJson = new WeakMap<TaskRecord, string>();
-  const agentResult = (a: AgentEntry): string => {
-    let json = agentJson.get(a);
-    if (json === undefined) {
-      json = serializeAgent({
-        type: 'agent',
-        did: a.did,
-        name: a.name,
-        tier: a.tier,
-        capabilities: a.capabilities,
-        active: a.active,
-        ...(a.skills ? { skills: a.skills } : {}),
-        _links: { self: { href: `/agents/${encodeURIComponent(a.did)}` } },
-      });
-      agentJson.set(a, json);
-    }
-    return json;
-  };
-  const taskResult = (t: TaskRecord): string => {
-    let json = taskJson.get(t);
-    if (json === undefined) {
-      json = serializeTask({
-        type: 'task',
-        taskId: t.taskId,
-        title: t.title,
-        priceHbar: t.priceHbar,
-        capabilities: t.capabilities,
-        status: t.status,
-        _links: { self: { href: `/market/tasks/${t.taskId}` } },
-      });
-      taskJson.set(t, json);
-    }
-    return json;
-  };
+  const agentResult = onceEach((a: AgentEntry) =>
+    serializeAgent({
+      type: 'agent',
+      did: a.did,
+      name: a.name,
+      tier: a.tier,
+      capabilities: a.capabilities,
+      active: a.active,
+      ...(a.skills ? { skills: a.skills } : {}),
+      _links: { self: { href: `/agents/${encodeURIComponent(a.did)}` } },
+    }),
+  );
+  const taskResult = onceEach((t: TaskRecord) =>
+    serializeTask({
+      type: 'task',
+      taskId: t.taskId,
+      title: t.title,
+      priceHbar: t.priceHbar,
+      capabilities: t.capabilities,
+      status: t.status,
+      _links: { self: { href: `/market/tasks/${t.taskId}` } },
+    }),
+  );
 
   app.get(
     '/api/search',
