@@ -29,10 +29,12 @@ export interface ErrorCatalogEntry {
 /**
  * affected_routes lists the routes (fastify paths, as in the route table) that really return the
  * code today; '*' means any route (malformed requests, rate limit, shutdown, unexpected errors).
- * A code of a feature not built yet lists none. test/api/catalogRoutes.test.ts checks every listed
+ * A code of a feature not built yet lists none. test/api/hardeningLedger.test.ts checks every listed
  * route exists and that the codes a route file throws are listed for its routes.
  */
 const ALL = ['*'];
+/** The routes of several lists, each once. */
+const routes = (...lists: (string | readonly string[])[]): string[] => [...new Set(lists.flat())];
 const REQUEST = '/passport/request';
 const UPGRADE = '/passport/:tokenId/:serial/upgrade';
 const PASSPORT = '/passport/:tokenId/:serial';
@@ -44,10 +46,26 @@ const A2A_SIGNED = ['/a2a/send', '/a2a/send-signed'];
 /** Domain trust routes of the ownership challenge and the on-chain attestation (issue 11 part 2). */
 const TRUST_VERIFY = '/api/trust/:domain/verify-ownership';
 const TRUST_ATTEST = '/api/trust/:domain/attest';
-/** Routes guarded by DID signature authentication. */
-const SIGNED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST];
+/** The agent directory (issue 9): registration is DID-signed and runs a workflow. */
+const AGENTS_REGISTER = '/agents/register';
+const AGENTS_REBUILD = '/admin/rebuild-cache';
+/** Marketplace routes (issue 10), api/routes/market/. */
+const TASK = '/market/tasks/:taskId';
+const step = (name: string) => `${TASK}/${name}`;
+/** market routes behind DID signature headers whose body names the signing DID (posterDid, claimerDid) */
+const MARKET_SIGNED = ['/market/tasks', step('claim'), step('deliver'), step('cancel'), step('increase-reward'), step('complete'), step('prepare-payment')];
+/** market routes proving a party by a private key from the body (checked against the account's key) */
+const MARKET_KEYED = ['/market/tasks/signed', step('claim-with-key'), step('deliver-with-key'), step('complete'), step('complete-with-key')];
+/** market routes that run a step (an Update) of the task's workflow */
+const MARKET_STEPS = ['/market/tasks', '/market/tasks/signed', step('claim'), step('claim-with-key'), step('deliver'), step('deliver-with-key'), step('cancel'), step('increase-reward'), step('complete'), step('complete-with-key'), step('verify')];
+/** market routes that require the party's passport to be active and held on the ledger (403 passport_not_found) */
+const MARKET_PASSPORT = ['/market/tasks', '/market/tasks/signed', step('claim'), step('claim-with-key'), step('prepare-payment')];
+/** Routes guarded by DID signature authentication whose request names the signing DID. */
+const SIGNED_NAMED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_SIGNED];
+/** Routes guarded by DID signature authentication (/market/sign: any signed-in DID). */
+const SIGNED = [...SIGNED_NAMED, '/market/sign'];
 /** Routes that run a workflow and wait for it. */
-const WORKFLOW = [REQUEST, UPGRADE, REVOKE, ...A2A_SEND, TRUST_ATTEST];
+const WORKFLOW = [REQUEST, UPGRADE, REVOKE, ...A2A_SEND, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_STEPS];
 const NONE: string[] = [];
 /** Trust snapshot and rule catalog routes (issue 11 part 1). */
 const TRUST_SNAPSHOT = '/api/trust/:domain';
@@ -56,25 +74,25 @@ const RULE = '/rules/:id';
 const REGISTRY_REGISTER = '/api/v1/agents/register';
 
 export const SPEC_ERRORS = [
-  { code: 'policy_refusal', http_status: 409, agent_impact: 'The request was refused by policy before any work was done.', hint_template: 'Choose another subject or workflow; {reason}', affected_routes: NONE, recovery_action: 'choose_alternative', charge: 'never' },
+  { code: 'policy_refusal', http_status: 409, agent_impact: 'The request was refused by policy before any work was done.', hint_template: 'Choose another subject or workflow; {reason}', affected_routes: [AGENTS_REGISTER], recovery_action: 'choose_alternative', charge: 'never' },
   { code: 'insufficient_subject', http_status: 422, agent_impact: 'The subject cannot be evaluated as given.', hint_template: 'Provide a subject that can be evaluated: {detail}', affected_routes: NONE, recovery_action: 'change_request', charge: 'never' },
   { code: 'execution_failed', http_status: 502, agent_impact: 'A platform or upstream step failed; any settled amount is refunded automatically.', hint_template: 'Retry the request; the refund of {amount} is automatic', affected_routes: WORKFLOW, recovery_action: 'retry_immediately', charge: 'never' },
   { code: 'data_unavailable', http_status: 503, agent_impact: 'The live-data feed cannot serve now; refused before settlement.', hint_template: 'Retry shortly; free-tier answers may carry data_status stale since {stale_since}', affected_routes: NONE, recovery_action: 'retry_immediately', charge: 'never' },
-  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE, ...A2A_SEND, TRUST_ATTEST], recovery_action: 'choose_alternative' },
-  { code: 'passport_not_owned', http_status: 403, agent_impact: 'The wallet does not own this passport.', hint_template: 'Sign with the account that owns {tokenId}/{serial}', affected_routes: [UPGRADE], recovery_action: 'not_authorized' },
+  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE, ...A2A_SEND, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_PASSPORT], recovery_action: 'choose_alternative' },
+  { code: 'passport_not_owned', http_status: 403, agent_impact: 'The wallet does not own this passport.', hint_template: 'Sign with the account that owns {tokenId}/{serial}', affected_routes: [UPGRADE, AGENTS_REGISTER], recovery_action: 'not_authorized' },
   { code: 'passport_payment_required', http_status: 402, agent_impact: 'An x402 payment is needed before the passport is issued.', hint_template: 'Pay {amount} to {payTo} through {facilitator} and retry with PAYMENT-SIGNATURE', affected_routes: [REQUEST, UPGRADE], recovery_action: 'wait_and_retry' },
   { code: 'passport_payment_failed', http_status: 400, agent_impact: 'The payment failed or was rejected by the facilitator.', hint_template: 'Build a fresh payment for the stated requirements: {reason}', affected_routes: [REQUEST, UPGRADE], recovery_action: 'retry_immediately' },
   { code: 'passport_already_exists', http_status: 409, agent_impact: 'The wallet already holds a passport.', hint_template: 'Use GET /passport/address/{accountId} or upgrade the existing passport', affected_routes: [REQUEST], recovery_action: 'choose_alternative' },
   { code: 'passport_tier_invalid', http_status: 400, agent_impact: 'The tier does not exist.', hint_template: 'Use one of bronze, silver, gold, platinum (GET /catalog)', affected_routes: [REQUEST, UPGRADE], recovery_action: 'change_request' },
   { code: 'passport_upgrade_not_eligible', http_status: 400, agent_impact: 'The tier move is not allowed.', hint_template: 'Choose a tier above {currentTier}', affected_routes: [UPGRADE], recovery_action: 'change_request' },
-  { code: 'agent_already_registered', http_status: 409, agent_impact: 'The DID or name is already registered.', hint_template: 'Use another name or update the existing entry for {did}', affected_routes: NONE, recovery_action: 'choose_alternative' },
-  { code: 'agent_not_found', http_status: 404, agent_impact: 'No agent matches.', hint_template: 'Check the DID or filters (name, capability, skill)', affected_routes: ['/api/agent/:did/card', '/.well-known/webfinger'], recovery_action: 'change_request' },
-  { code: 'agent_capability_invalid', http_status: 400, agent_impact: 'A capability is outside the valid set.', hint_template: 'Use capabilities from api_call, payment, data_provide, data_consume, orchestration', affected_routes: NONE, recovery_action: 'change_request' },
+  { code: 'agent_already_registered', http_status: 409, agent_impact: 'The DID or name is already registered.', hint_template: 'Use another name or update the existing entry for {did}', affected_routes: [AGENTS_REGISTER], recovery_action: 'choose_alternative' },
+  { code: 'agent_not_found', http_status: 404, agent_impact: 'No agent matches.', hint_template: 'Check the DID or filters (name, capability, skill)', affected_routes: ['/api/agent/:did/card', '/.well-known/webfinger', '/agents/:did'], recovery_action: 'change_request' },
+  { code: 'agent_capability_invalid', http_status: 400, agent_impact: 'A capability is outside the valid set.', hint_template: 'Use capabilities from api_call, payment, data_provide, data_consume, orchestration', affected_routes: [AGENTS_REGISTER], recovery_action: 'change_request' },
   { code: 'auth_challenge_expired', http_status: 401, agent_impact: 'The challenge expired or was already used.', hint_template: 'Fetch a new challenge from GET /auth/challenge?did={did} and sign it', affected_routes: SIGNED, recovery_action: 'retry_immediately' },
   { code: 'auth_signature_invalid', http_status: 401, agent_impact: 'The signature check failed.', hint_template: 'Sign the exact challenge string with the key of {did}', affected_routes: SIGNED, recovery_action: 'change_request' },
   { code: 'auth_header_missing', http_status: 401, agent_impact: 'A signature header is missing.', hint_template: 'Send X-Service-DID, X-Service-Challenge and X-Service-Signature', affected_routes: SIGNED, recovery_action: 'change_request' },
-  { code: 'auth_did_unresolved', http_status: 401, agent_impact: 'The DID cannot be resolved.', hint_template: 'Use a DID of the form did:hedera:{network}:{accountId} for an existing account', affected_routes: [...SIGNED, '/a2a/send-with-key'], recovery_action: 'change_request' },
-  { code: 'market_task_not_found', http_status: 404, agent_impact: 'The task is missing.', hint_template: 'Check taskId {taskId} (GET /market/tasks)', affected_routes: ['/market/tasks/:taskId', '/market/tasks/:taskId/escrow-status', '/market/tasks/:taskId/claim', '/market/tasks/:taskId/claim-with-key', '/market/tasks/:taskId/deliver', '/market/tasks/:taskId/deliver-with-key', '/market/tasks/:taskId/complete', '/market/tasks/:taskId/complete-with-key', '/market/tasks/:taskId/cancel', '/market/tasks/:taskId/increase-reward'], recovery_action: 'choose_alternative' },
+  { code: 'auth_did_unresolved', http_status: 401, agent_impact: 'The DID cannot be resolved.', hint_template: 'Use a DID of the form did:hedera:{network}:{accountId} for an existing account', affected_routes: routes(SIGNED, '/a2a/send-with-key', MARKET_KEYED), recovery_action: 'change_request' },
+  { code: 'market_task_not_found', http_status: 404, agent_impact: 'The task is missing.', hint_template: 'Check taskId {taskId} (GET /market/tasks)', affected_routes: ['/market/tasks/:taskId', '/market/tasks/:taskId/escrow-status', '/market/tasks/:taskId/claim', '/market/tasks/:taskId/claim-with-key', '/market/tasks/:taskId/deliver', '/market/tasks/:taskId/deliver-with-key', '/market/tasks/:taskId/complete', '/market/tasks/:taskId/complete-with-key', '/market/tasks/:taskId/cancel', '/market/tasks/:taskId/increase-reward', step('verify'), step('prepare-payment')], recovery_action: 'choose_alternative' },
   { code: 'market_task_already_claimed', http_status: 409, agent_impact: 'The task is already claimed.', hint_template: 'Pick another posted task', affected_routes: ['/market/tasks/:taskId/claim', '/market/tasks/:taskId/claim-with-key'], recovery_action: 'choose_alternative' },
   { code: 'market_task_not_claimed_by_agent', http_status: 403, agent_impact: 'The task is not claimed by this agent.', hint_template: 'Only the claimer of {taskId} may do this', affected_routes: ['/market/tasks/:taskId/deliver', '/market/tasks/:taskId/deliver-with-key'], recovery_action: 'change_request' },
   { code: 'a2a_recipient_not_found', http_status: 404, agent_impact: 'The recipient DID is missing or has no inbox.', hint_template: 'Check the recipient {to} (GET /agents/{to})', affected_routes: A2A_SEND, recovery_action: 'change_request' },
@@ -94,9 +112,9 @@ export const SERVICE_ERRORS = [
   { code: 'route_not_found', http_status: 404, agent_impact: 'No route matches this method and path.', hint_template: 'See GET /openapi.json for the routes', affected_routes: ALL, recovery_action: 'change_request' },
   { code: 'payload_too_large', http_status: 413, agent_impact: 'The request body is over the size limit.', hint_template: 'Send at most {limit} bytes', affected_routes: ALL, recovery_action: 'change_request' },
   { code: 'unsupported_media_type', http_status: 415, agent_impact: 'The body is not in a supported content type.', hint_template: 'Send Content-Type: application/json', affected_routes: ALL, recovery_action: 'change_request' },
-  { code: 'admin_auth_required', http_status: 401, agent_impact: 'The admin route needs a token.', hint_template: 'Send Authorization: Bearer <admin token>', affected_routes: [REVOKE, ...CODEC, '/admin/contact-messages'], recovery_action: 'not_authorized' },
-  { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: [REVOKE, ...CODEC, '/admin/contact-messages'], recovery_action: 'not_authorized' },
-  { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: [...SIGNED, '/a2a/send-with-key'], recovery_action: 'change_request' },
+  { code: 'admin_auth_required', http_status: 401, agent_impact: 'The admin route needs a token.', hint_template: 'Send Authorization: Bearer <admin token>', affected_routes: [REVOKE, ...CODEC, '/admin/contact-messages', AGENTS_REBUILD], recovery_action: 'not_authorized' },
+  { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: [REVOKE, ...CODEC, '/admin/contact-messages', AGENTS_REBUILD], recovery_action: 'not_authorized' },
+  { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: routes(SIGNED_NAMED, '/a2a/send-with-key', MARKET_KEYED), recovery_action: 'change_request' },
   { code: 'passport_already_revoked', http_status: 409, agent_impact: 'The passport is already revoked.', hint_template: 'Nothing to do: {tokenId}/{serial} was revoked at {revokedAt}', affected_routes: [REVOKE], recovery_action: 'no_action' },
   { code: 'trust_challenge_not_found', http_status: 404, agent_impact: 'No ownership challenge with this token exists for the domain.', hint_template: 'Get a challenge from GET /api/trust/{domain}/challenge and send its token', affected_routes: [TRUST_VERIFY], recovery_action: 'change_request' },
   { code: 'trust_challenge_expired', http_status: 400, agent_impact: 'The ownership challenge expired before it was proven.', hint_template: 'Get a new challenge from GET /api/trust/{domain}/challenge (valid 24 h)', affected_routes: [TRUST_VERIFY], recovery_action: 'retry_immediately' },
@@ -105,7 +123,7 @@ export const SERVICE_ERRORS = [
   { code: 'trust_domain_not_found', http_status: 404, agent_impact: 'The domain does not resolve to a public address, so it cannot be scanned.', hint_template: 'Check the spelling of {domain} and its A/AAAA records', affected_routes: [TRUST_SNAPSHOT, TRUST_ATTEST], recovery_action: 'change_request' },
   { code: 'trust_snapshot_failed', http_status: 503, agent_impact: 'The trust snapshot could not be generated now (DNS resolver failure or scan over its time budget).', hint_template: 'Retry in a few seconds', affected_routes: [TRUST_SNAPSHOT, TRUST_ATTEST], recovery_action: 'wait_and_retry' },
   { code: 'trust_rule_not_found', http_status: 404, agent_impact: 'No agent-readiness rule has this id.', hint_template: 'See the rule ids at /rules (AR-001 ...)', affected_routes: [RULE], recovery_action: 'change_request' },
-  { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: WORKFLOW, recovery_action: 'wait_and_retry' },
+  { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: [...WORKFLOW, AGENTS_REBUILD], recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
 
 export type SpecErrorCode = (typeof SPEC_ERRORS)[number]['code'];

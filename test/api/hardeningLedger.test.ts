@@ -45,6 +45,48 @@ function addWhoami(app: FastifyInstance) {
   );
 }
 
+const CATALOG_CODES = new Set([...SPEC_ERRORS, ...SERVICE_ERRORS].map((e) => e.code as string));
+
+interface RouteFile {
+  /** path under api/routes/ */
+  file: string;
+  /** the sub-folder ('' at the top level) */
+  folder: string;
+  /** the routes it declares: the path (a string literal or a string constant of the file) and the text of the call's options */
+  routes: { url: string; options: string }[];
+  /** every catalog code written as a string literal in the file (thrown, mapped or chosen) */
+  codes: Set<string>;
+}
+
+/**
+ * Every route file of api/routes/**: the routes it declares with `app.get('/path', ...)` or
+ * `app.post(SOME_ROUTE, ...)` (SOME_ROUTE a `const` of the file) and the catalog codes it names.
+ */
+function routeFiles(): RouteFile[] {
+  const root = new URL('../../api/routes/', import.meta.url);
+  const out: RouteFile[] = [];
+  const walk = (rel: string) => {
+    for (const entry of readdirSync(new URL(rel, root), { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(`${rel}${entry.name}/`);
+      else if (entry.name.endsWith('.ts')) {
+        const source = readFileSync(new URL(`${rel}${entry.name}`, root), 'utf8');
+        const constants = new Map([...source.matchAll(/const\s+([A-Z][A-Z0-9_]*)\s*=\s*'([^']+)'/g)].map((m) => [m[1]!, m[2]!]));
+        const calls = [...source.matchAll(/app\.(?:get|post|put|patch|delete)\(\s*(?:'([^']+)'|([A-Z][A-Z0-9_]*)\b)/g)];
+        const routes = calls.flatMap((m, i) => {
+          const url = m[1] ?? constants.get(m[2]!);
+          // the call's options: up to the next route declaration (enough to see its preHandler)
+          const options = source.slice(m.index!, calls[i + 1]?.index ?? source.length).split(/\n\s*async \(/)[0]!;
+          return url ? [{ url, options }] : [];
+        });
+        const codes = new Set([...source.matchAll(/'([a-z0-9_]+)'/g)].map((m) => m[1]!).filter((c) => CATALOG_CODES.has(c)));
+        out.push({ file: `${rel}${entry.name}`, folder: rel.replace(/\/$/, ''), routes, codes });
+      }
+    }
+  };
+  walk('');
+  return out;
+}
+
 describe('issue 8 hardening against PostgreSQL and localnet', () => {
   let stack: LedgerStack;
   let sql: Sql;
@@ -181,20 +223,37 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
       expect(missing).toEqual([]);
     });
 
-    it('a code thrown by a route file is listed for one of its routes (or for every route)', () => {
+    it('a code a route file answers is listed for one of its routes, in every folder of api/routes (or for every route)', () => {
       const byCode = new Map<string, readonly string[]>(entries.map((e) => [e.code, e.affected_routes]));
       const problems: string[] = [];
-      const dir = new URL('../../api/routes/', import.meta.url);
-      for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
-        const source = readFileSync(new URL(file, dir), 'utf8');
-        const routes = [...source.matchAll(/app\.(?:get|post|put|patch|delete)\(\s*'([^']+)'/g)].map((m) => m[1]);
-        const codes = new Set([...source.matchAll(/new ApiError\('([a-z0-9_]+)'/g)].map((m) => m[1]));
-        for (const code of codes) {
-          const listed = byCode.get(code) ?? [];
-          if (listed.includes('*')) continue;
-          if (!routes.some((r) => listed.includes(r))) problems.push(`${file}: ${code} not listed for any of ${routes.join(', ')}`);
+      const listedFor = (code: string, routes: string[]) => {
+        const listed = byCode.get(code) ?? [];
+        return listed.includes('*') || routes.some((r) => listed.includes(r));
+      };
+      const files = routeFiles();
+      expect(files.map((f) => f.file)).toEqual(expect.arrayContaining(['market/tasks.ts', 'agents/index.ts', 'trust/attest.ts', 'registry/index.ts']));
+      for (const { file, folder, routes, codes } of files) {
+        // a helper file declaring no route (market/shared.ts ...) answers through the routes of its folder
+        const own = routes.length ? routes.map((r) => r.url) : files.filter((f) => f.folder === folder && folder !== '').flatMap((f) => f.routes.map((r) => r.url));
+        for (const code of codes) if (!listedFor(code, own)) problems.push(`${file}: ${code} not listed for any of ${own.join(', ') || '(no routes)'}`);
+      }
+      expect(problems).toEqual([]);
+    });
+
+    it('a route behind DID signature headers lists every signature refusal (and auth_did_mismatch when it names the DID)', () => {
+      const byCode = new Map<string, readonly string[]>(entries.map((e) => [e.code, e.affected_routes]));
+      const problems: string[] = [];
+      let signed = 0;
+      for (const { file, routes } of routeFiles()) {
+        for (const route of routes) {
+          if (!/signedRequest\(/.test(route.options)) continue;
+          signed += 1;
+          const codes = ['auth_header_missing', 'auth_did_unresolved', 'auth_signature_invalid', 'auth_challenge_expired'];
+          if (/signedRequest\(\s*\(/.test(route.options)) codes.push('auth_did_mismatch');
+          for (const code of codes) if (!(byCode.get(code) ?? []).includes(route.url)) problems.push(`${file} ${route.url}: ${code}`);
         }
       }
+      expect(signed).toBeGreaterThan(10);
       expect(problems).toEqual([]);
     });
   });
