@@ -281,6 +281,26 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
       expect(r.status, JSON.stringify(bad)).toBe(400);
       expect(r.body.code).toBe('invalid_request');
     }
+    // the verifier settings are checked at posting as the verifier will use them (a schema is compiled now)
+    const badVerifiers = [
+      { verifierType: 'json_schema', verifierConfig: { schema: { $ref: 'https://schemas.example/task.json' } } },
+      { verifierType: 'json_schema', verifierConfig: { schema: { properties: { a: { $ref: 'other.json#/a' } } } } },
+      { verifierType: 'json_schema', verifierConfig: { schema: { type: 'no-such-type' } } },
+      { verifierType: 'json_schema', verifierConfig: { schema: { type: 'object' }, extra: 1 } },
+      { verifierType: 'http', verifierConfig: { url: 'ftp://verifier.example/check' } },
+      { verifierType: 'http', verifierConfig: { url: 'https://user:pw@verifier.example/check' } },
+      { verifierType: 'sha256', verifierConfig: { sha256: 'abc' } },
+      { verifierType: 'none', verifierConfig: { url: 'https://verifier.example/check' } },
+    ];
+    for (const bad of badVerifiers) {
+      const r = await signed('/market/tasks', poster, newTask(bad));
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+      expect(r.body.code).toBe('invalid_request');
+      expect(r.body.error, JSON.stringify(bad)).toMatch(/^verifierConfig/);
+    }
+    const expected = 'AB'.repeat(32);
+    const normalised = await postTask({ verifierType: 'sha256', verifierConfig: { sha256: expected } });
+    expect(normalised.verifierConfig).toEqual({ sha256: expected.toLowerCase() });
     const signedNoPassport = await post('/market/tasks/signed', { ...newTask({ posterDid: nobody.did }), posterPrivateKey: nobody.privateKey });
     expect(signedNoPassport.status).toBe(403);
     const signedWrongKey = await post('/market/tasks/signed', { ...newTask(), posterPrivateKey: other.privateKey });

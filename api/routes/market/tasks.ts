@@ -47,6 +47,7 @@ import {
   type TaskRecord,
   type VerifierType,
 } from '../../../domain/market.js';
+import { parseVerifierConfig } from '../../../domain/verifiers.js';
 import type { PrivateKey } from '../../../ledger/keys.js';
 import {
   cancelUpdate,
@@ -90,25 +91,23 @@ type PostBody = {
   escrow?: boolean;
 };
 
-const VERIFIER_CONFIG_MAX_BYTES = 16_384;
+/** What each verifierType's config looks like, for the hint of a refused one. */
+const VERIFIER_CONFIG_HINTS: Record<VerifierType, string> = {
+  none: 'verifierType none takes no verifierConfig',
+  sha256: 'verifierConfig: { "sha256": "<64 hex of the expected resultBody>" }, or leave it out',
+  json_schema: 'verifierConfig: { "schema": { "type": "object" } } (at most 16 KB, only local "#/..." $ref)',
+  http: 'verifierConfig: { "url": "https://verifier.example/check" }',
+};
 
-/** The verifier settings a type needs (the verifiers themselves are activities/web/taskVerifier.ts). */
-function checkVerifier(type: VerifierType, config: Record<string, unknown> | undefined): void {
-  if (config && Buffer.byteLength(JSON.stringify(config)) > VERIFIER_CONFIG_MAX_BYTES) {
-    throw new ApiError('invalid_request', `verifierConfig is over ${VERIFIER_CONFIG_MAX_BYTES} bytes`, { hint: 'Keep the verifier settings small' });
-  }
-  if (type === 'http') {
-    const url = config?.url;
-    if (typeof url !== 'string' || !/^https?:\/\/[^\s]{1,500}$/.test(url)) {
-      throw new ApiError('invalid_request', 'verifierType http needs verifierConfig.url (http or https)', { hint: 'verifierConfig: { "url": "https://verifier.example/check" }' });
-    }
-  }
-  if (type === 'json_schema' && (typeof config?.schema !== 'object' || config.schema === null)) {
-    throw new ApiError('invalid_request', 'verifierType json_schema needs verifierConfig.schema (a JSON Schema object)', { hint: 'verifierConfig: { "schema": { "type": "object" } }' });
-  }
-  if (type === 'sha256' && config?.sha256 !== undefined && !(typeof config.sha256 === 'string' && /^[0-9a-f]{64}$/i.test(config.sha256))) {
-    throw new ApiError('invalid_request', 'verifierConfig.sha256 must be 64 hex characters', { hint: 'The expected sha256 of resultBody, or leave it out' });
-  }
+/**
+ * The verifier settings as the verifier will use them (domain/verifiers.ts parseVerifierConfig, the
+ * one check: a json_schema is compiled here, so a broken schema or a remote $ref is refused at
+ * posting, not at verify time); 400 invalid_request naming the field.
+ */
+function checkedVerifierConfig(type: VerifierType, config: Record<string, unknown> | undefined): Record<string, unknown> | null {
+  const parsed = parseVerifierConfig(type, config);
+  if (!parsed.ok) throw new ApiError('invalid_request', parsed.message, { hint: VERIFIER_CONFIG_HINTS[type] });
+  return parsed.config;
 }
 
 const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
@@ -134,7 +133,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     const priceTinybars = hbarToTinybars(body.priceHbar);
     if (priceTinybars === null) throw new ApiError('invalid_request', 'priceHbar must be a positive number of HBAR with at most 8 decimals', { hint: 'e.g. 2.5' });
     const verifierType = body.verifierType ?? 'none';
-    checkVerifier(verifierType, body.verifierConfig);
+    const verifierConfig = checkedVerifierConfig(verifierType, body.verifierConfig);
     if (body.deadline && Date.parse(body.deadline) <= Date.now()) {
       throw new ApiError('invalid_request', 'deadline is in the past', { hint: 'Send a future ISO time, or leave it out' });
     }
@@ -155,7 +154,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       escrowedTinybars: '0',
       verificationAttempts: 0,
       verifierType,
-      verifierConfig: body.verifierConfig ?? null,
+      verifierConfig,
       deadline: body.deadline ? new Date(body.deadline).toISOString() : null,
       resultBody: null,
       resultIpfs: null,
