@@ -1,0 +1,312 @@
+/**
+ * The agent-passport client: a typed openapi-fetch client over the generated schema (schema.d.ts,
+ * `npm run client:generate`) plus what the OpenAPI document cannot express: DID sign-in headers,
+ * paying x402 requirements in HBAR, polling a 202, and building + signing the send-signed A2A topic
+ * message and the marketplace completion transfer on the agent's side (the key never leaves it).
+ *
+ * The private key is only held in memory by this object; nothing here logs or returns it.
+ */
+import createClient, { type Client } from 'openapi-fetch';
+import { AccountId, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
+import type { paths } from './schema.js';
+import { parsePrivateKey, signBytes, type KeyType } from '../../../ledger/keys.js';
+import { createPayingFetch } from '../../../ledger/x402/clientScheme.js';
+import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '../../../domain/a2a.js';
+
+export type { paths } from './schema.js';
+export type ApiClient = Client<paths>;
+type Json = Record<string, any>;
+
+/** The agent's identity and key (key material stays in memory). */
+export interface AgentIdentity {
+  accountId: string;
+  /** did:hedera:{network}:{accountId}; default derived from `network` */
+  did?: string;
+  privateKey: string;
+  keyType?: KeyType;
+}
+
+export interface AgentClientOptions {
+  baseUrl: string;
+  agent?: AgentIdentity;
+  /** Hedera network name of the DIDs (default local) */
+  network?: 'local' | 'testnet' | 'previewnet' | 'mainnet';
+  /** the node account id client-built transactions are frozen for (default 0.0.3) */
+  nodeAccountId?: string;
+  /** the a2a topic id (needed to build send-signed messages): .data/localnet.json topics.a2a */
+  a2aTopicId?: string;
+  /** refuse to pay more than this per x402 payment (HBAR, default 600) */
+  maxPaymentHbar?: number;
+  /** progress lines for long operations (paying, polling) */
+  onProgress?: (line: string) => void;
+  fetch?: typeof globalThis.fetch;
+}
+
+/** A non-2xx answer of the API: { error, code, retryable?, hint? } plus the status. */
+export class ApiRequestError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Json,
+  ) {
+    super(`${status} ${body?.code ?? ''}: ${body?.error ?? JSON.stringify(body)}`);
+  }
+}
+
+/** The typed client alone (no key): every route of /openapi.json. */
+export function createApiClient(baseUrl: string, fetchImpl: typeof globalThis.fetch = globalThis.fetch): ApiClient {
+  return createClient<paths>({ baseUrl, fetch: (req) => fetchImpl(req) });
+}
+
+/** X-Service-* sign-in headers: GET /auth/challenge, sign its exact text with the account key. */
+export async function signInHeaders(baseUrl: string, agent: { did: string; privateKey: string; keyType?: KeyType }, fetchImpl = globalThis.fetch): Promise<Record<string, string>> {
+  const res = await fetchImpl(`${baseUrl}/auth/challenge?did=${encodeURIComponent(agent.did)}`);
+  const body = (await res.json()) as Json;
+  if (!res.ok) throw new ApiRequestError(res.status, body);
+  const challenge = String(body.challenge);
+  const key = parsePrivateKey(agent.privateKey, agent.keyType);
+  return {
+    'x-service-did': agent.did,
+    'x-service-challenge': challenge,
+    'x-service-signature': Buffer.from(signBytes(key, challenge)).toString('hex'),
+  };
+}
+
+/**
+ * Polls a 202 request_pending answer's Location until `done(body)` holds (default: a 200 answer).
+ * Answers the last body.
+ */
+export async function pollPending(
+  baseUrl: string,
+  location: string,
+  opts: { done?: (status: number, body: Json) => boolean; timeoutMs?: number; intervalMs?: number; onProgress?: (line: string) => void; fetch?: typeof globalThis.fetch } = {},
+): Promise<Json> {
+  const f = opts.fetch ?? globalThis.fetch;
+  const done = opts.done ?? ((s) => s === 200);
+  const end = Date.now() + (opts.timeoutMs ?? 120_000);
+  const url = new URL(location, baseUrl).toString();
+  for (let i = 0; ; i++) {
+    const res = await f(url);
+    const body = (await res.json()) as Json;
+    if (done(res.status, body)) return body;
+    if (Date.now() > end) throw new Error(`still pending after ${opts.timeoutMs ?? 120_000} ms: ${location}`);
+    if (i % 8 === 0) opts.onProgress?.(`waiting for ${location} ...`);
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 500));
+  }
+}
+
+/** Builds and signs (every chunk) the a2a topic message send-signed expects; base64 of all chunks. */
+export async function buildSignedA2aMessage(p: {
+  topicId: string;
+  nodeAccountId: string;
+  payerAccountId: string;
+  privateKey: string;
+  keyType?: KeyType;
+  message: { from: string; to: string; body: string; contentType?: string };
+}): Promise<string> {
+  const envelope = encodeEnvelope(envelopeOf(p.message));
+  const tx = new TopicMessageSubmitTransaction()
+    .setTopicId(p.topicId)
+    .setMessage(envelope)
+    .setChunkSize(A2A_CHUNK_BYTES)
+    .setMaxChunks(Math.max(1, Math.ceil(envelope.length / A2A_CHUNK_BYTES)))
+    .setNodeAccountIds([AccountId.fromString(p.nodeAccountId)])
+    .setTransactionId(TransactionId.generate(AccountId.fromString(p.payerAccountId)))
+    .freeze();
+  await tx.sign(parsePrivateKey(p.privateKey, p.keyType));
+  return Buffer.from(tx.toBytes()).toString('base64');
+}
+
+/** Signs prepare-payment's frozen transfer (base64) with the poster's key; base64 of the signed transaction. */
+export async function signPreparedPayment(txBytes: string, privateKey: string, keyType?: KeyType): Promise<string> {
+  const tx = Transaction.fromBytes(Buffer.from(txBytes, 'base64'));
+  await tx.sign(parsePrivateKey(privateKey, keyType));
+  return Buffer.from(tx.toBytes()).toString('base64');
+}
+
+export type Tier = 'bronze' | 'silver' | 'gold' | 'platinum';
+
+/** The agent-side client: read operations need no key; signed and paid ones use `agent`. */
+export class AgentPassportClient {
+  readonly api: ApiClient;
+  readonly baseUrl: string;
+  private readonly fetchImpl: typeof globalThis.fetch;
+
+  constructor(private readonly options: AgentClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetchImpl = options.fetch ?? globalThis.fetch;
+    this.api = createApiClient(this.baseUrl, this.fetchImpl);
+  }
+
+  get did(): string {
+    const a = this.requireAgent();
+    return a.did ?? `did:hedera:${this.options.network ?? 'local'}:${a.accountId}`;
+  }
+
+  private requireAgent(): AgentIdentity {
+    if (!this.options.agent) throw new Error('this operation signs: give the client an agent key (AgentClientOptions.agent)');
+    return this.options.agent;
+  }
+
+  private progress(line: string): void {
+    this.options.onProgress?.(line);
+  }
+
+  /** Fresh X-Service-* headers (each challenge is single-use). */
+  async signIn(): Promise<Record<string, string>> {
+    const a = this.requireAgent();
+    return signInHeaders(this.baseUrl, { did: this.did, privateKey: a.privateKey, keyType: a.keyType }, this.fetchImpl);
+  }
+
+  /** A signed (and, when `pay`, x402-paying) JSON request; 202 answers are polled at their Location. */
+  async request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, opts: { sign?: boolean; pay?: boolean; poll?: boolean } = {}): Promise<Json> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (opts.sign) Object.assign(headers, await this.signIn());
+    let f = this.fetchImpl;
+    if (opts.pay) {
+      const a = this.requireAgent();
+      const max = BigInt(Math.round((this.options.maxPaymentHbar ?? 600) * 1e8));
+      const inner = this.fetchImpl;
+      const progress = this.progress.bind(this);
+      f = createPayingFetch({
+        accountId: a.accountId,
+        privateKey: a.privateKey,
+        keyType: a.keyType,
+        nodeAccountId: this.options.nodeAccountId ?? '0.0.3',
+        maxAmountTinybars: max,
+        fetch: async (input, init) => {
+          const req = new Request(input as string | URL | Request, init);
+          if (req.headers.get('payment-signature')) progress(`paying in HBAR and waiting for ${method} ${path} ...`);
+          return inner(req);
+        },
+      });
+    }
+    const res = await f(`${this.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const json = (await res.json().catch(() => ({}))) as Json;
+    if (res.status === 202 && opts.poll !== false) {
+      const location = res.headers.get('location') ?? json.location;
+      if (!location) return json;
+      this.progress(`${method} ${path}: pending, polling ${location}`);
+      return pollPending(this.baseUrl, location, { onProgress: this.options.onProgress, fetch: this.fetchImpl });
+    }
+    if (!res.ok) throw new ApiRequestError(res.status, json);
+    return json;
+  }
+
+  private async get(path: string): Promise<Json> {
+    return this.request('GET', path);
+  }
+
+  // ---- passports and DIDs ----
+  catalog() {
+    return this.get('/catalog');
+  }
+  /** Buys a passport over x402 (pays the tier price in HBAR); on 202, waits for the active passport. */
+  async buyPassport(tier: Tier = 'bronze', endpoint?: string): Promise<Json> {
+    const a = this.requireAgent();
+    const body = await this.request('POST', '/passport/request', { tier, ...(endpoint ? { endpoint } : {}) }, { sign: true, pay: true, poll: false });
+    if (body.tokenId) return body;
+    this.progress('passport pending; polling /passport/address ...');
+    const owned = await pollPending(this.baseUrl, `/passport/address/${a.accountId}`, {
+      done: (s, b) => s === 200 && Array.isArray(b.passports) && b.passports.some((p: Json) => p.active),
+      onProgress: this.options.onProgress,
+      fetch: this.fetchImpl,
+    });
+    return (owned.passports as Json[]).find((p) => p.active)!;
+  }
+  upgradePassport(tokenId: string, serial: number, tier: Tier) {
+    return this.request('POST', `/passport/${tokenId}/${serial}/upgrade`, { tier }, { sign: true, pay: true });
+  }
+  passport(tokenId: string, serial: number) {
+    return this.get(`/passport/${tokenId}/${serial}`);
+  }
+  passportsOf(accountId: string) {
+    return this.get(`/passport/address/${accountId}`);
+  }
+  resolveDid(did: string) {
+    return this.get(`/did/${encodeURIComponent(did)}`);
+  }
+
+  // ---- directory and search ----
+  register(entry: { name: string; capabilities: string[]; endpoint: string; skills?: string[]; description?: string; agentCard?: string }) {
+    return this.request('POST', '/agents/register', { did: this.did, ...entry }, { sign: true });
+  }
+  agents(query: Record<string, string | number> = {}) {
+    return this.get(`/agents${qs(query)}`);
+  }
+  agent(did: string) {
+    return this.get(`/agents/${encodeURIComponent(did)}`);
+  }
+  search(q: string, query: Record<string, string | number> = {}) {
+    return this.get(`/api/search${qs({ q, ...query })}`);
+  }
+
+  // ---- A2A ----
+  /** Sends a message with send-signed: built and signed here, the service never sees the key. */
+  async sendMessage(to: string, body: string, contentType?: string): Promise<Json> {
+    const a = this.requireAgent();
+    if (!this.options.a2aTopicId) throw new Error('sending builds the topic message here: give the client a2aTopicId (topics.a2a of the deployment)');
+    const message = { from: this.did, to, body, ...(contentType ? { contentType } : {}) };
+    const txBytes = await buildSignedA2aMessage({
+      topicId: this.options.a2aTopicId,
+      nodeAccountId: this.options.nodeAccountId ?? '0.0.3',
+      payerAccountId: a.accountId,
+      privateKey: a.privateKey,
+      keyType: a.keyType,
+      message,
+    });
+    return this.request('POST', '/a2a/send-signed', { ...message, txBytes }, { sign: true, poll: false });
+  }
+  inbox(did?: string, query: Record<string, string | number> = {}) {
+    return this.get(`/a2a/inbox${qs({ did: did ?? this.did, ...query })}`);
+  }
+  conversation(a: string, b: string, query: Record<string, string | number> = {}) {
+    return this.get(`/a2a/conversation${qs({ a, b, ...query })}`);
+  }
+
+  // ---- marketplace ----
+  /** Posts a task. Default escrow false: the poster pays at completion with a transfer signed here. */
+  postTask(task: { title: string; priceHbar: number; description?: string; capabilities?: string[]; deadline?: string; escrow?: boolean }) {
+    return this.request('POST', '/market/tasks', { posterDid: this.did, escrow: false, ...task }, { sign: true });
+  }
+  tasks(query: Record<string, string | number> = {}) {
+    return this.get(`/market/tasks${qs(query)}`);
+  }
+  task(taskId: string) {
+    return this.get(`/market/tasks/${encodeURIComponent(taskId)}`);
+  }
+  claimTask(taskId: string) {
+    return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/claim`, { claimerDid: this.did }, { sign: true });
+  }
+  deliverTask(taskId: string, result: { resultBody?: string; resultIpfs?: string }) {
+    return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/deliver`, { claimerDid: this.did, ...result }, { sign: true });
+  }
+  /**
+   * Completes a task without escrow: prepare-payment's frozen transfer is signed here with the poster
+   * key and sent back (the key never leaves this process). A task with escrow needs posterPrivateKey
+   * at the service (SPEC): that path is refused here on purpose.
+   */
+  async completeTask(taskId: string): Promise<Json> {
+    const a = this.requireAgent();
+    const id = encodeURIComponent(taskId);
+    const prep = await this.request('POST', `/market/tasks/${id}/prepare-payment`, { posterDid: this.did }, { sign: true });
+    const txBytes = await signPreparedPayment(String(prep.txBytes), a.privateKey, a.keyType);
+    this.progress(`submitting the payment of task ${taskId} ...`);
+    return this.request('POST', `/market/tasks/${id}/complete`, { posterDid: this.did, txBytes }, { sign: true });
+  }
+  cancelTask(taskId: string, reason?: string) {
+    return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/cancel`, { posterDid: this.did, ...(reason ? { reason } : {}) }, { sign: true });
+  }
+
+  // ---- trust ----
+  trustSnapshot(domain: string) {
+    return this.get(`/api/trust/${encodeURIComponent(domain)}`);
+  }
+}
+
+function qs(query: Record<string, string | number | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
