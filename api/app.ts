@@ -46,6 +46,7 @@ import feedRoutes from './routes/feed.js';
 import contentRoutes from './routes/content.js';
 import { registryClientsFor } from './routes/registry/clients.js';
 import { publicBase } from './passportViews.js';
+import mcpRoutes from './routes/mcp.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -226,6 +227,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   await app.register(discoveryRoutes, { ctx });
   // guides, content pages through one layout, /contact (issue 12 part 2)
   await app.register(contentRoutes, { ctx });
+  // MCP over streamable HTTP, read-only tools (issue 14; the tool set is packages/client/src/mcpTools.ts)
+  await app.register(mcpRoutes);
 
   return app;
 }
