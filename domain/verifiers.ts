@@ -17,10 +17,10 @@
  *
  * Pure (no I/O). Uses ajv, so it is imported by the API and the activities, never by workflow code.
  */
-import { createHash } from 'node:crypto';
 import AjvModule, { type ValidateFunction } from 'ajv';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import type { VerifierType } from './market.js';
+import { sha256Hex } from './hash.js';
 
 export const VERIFIER_SCHEMA_MAX_BYTES = 16 * 1024;
 export const VERIFIER_URL_MAX = 512;
@@ -40,10 +40,6 @@ export interface VerifierSubject {
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
-
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
 
 /** Cuts a verifier's reasons to the bounds above; non-strings are dropped. */
 export function boundReasons(reasons: unknown): string[] {

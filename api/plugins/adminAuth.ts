@@ -2,13 +2,10 @@
  * Admin authentication: `Authorization: Bearer <admin token>`. The server holds only the token's
  * sha256 (ADMIN_TOKEN_SHA256) and compares digests in constant time. No token: 401; wrong: 403.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
-
-export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
-}
+import { sha256Hex } from '../../domain/hash.js';
 
 export function bearerToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;

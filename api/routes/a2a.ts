@@ -43,6 +43,7 @@ import { findActivePassportByAccount, listPassportsByAccount } from '../../db/qu
 import { listConversation, listInbox, type A2aMessageRow } from '../../db/queries/a2aMessages.js';
 import { clientNodeAccountIds } from '../../ledger/client.js';
 import { parsePrivateKey, parsePublicKey } from '../../ledger/keys.js';
+import { accountPublicKey, requireOwnPrivateKey } from '../auth/ownKey.js';
 import { toMirrorTransactionId } from '../../ledger/mirror.js';
 import {
   addChunkSignatures,
@@ -151,17 +152,6 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
     return { sender, recipient };
   }
 
-  async function accountKey(accountId: string): Promise<PublicKey> {
-    let key: PublicKey | null;
-    try {
-      key = await ledger.keys.resolve(accountId);
-    } catch {
-      throw new ApiError('service_unavailable', 'The ledger mirror is unavailable, so the sender key cannot be read', { hint: 'Retry after 30 seconds' });
-    }
-    if (!key) throw new ApiError('auth_did_unresolved', `The key of ${accountId} cannot be read (no single ED25519/ECDSA key)`, { hint: 'The sender account must have one ED25519 or ECDSA key' });
-    return key;
-  }
-
   /** Starts (or attaches to) the message's workflow with the signed chunks and answers the message. */
   async function deliver(reply: FastifyReply, msg: { from: string; to: string; body: string; contentType?: string }, sub: DecodedSubmission) {
     const state = passportState(ctx);
@@ -232,16 +222,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
       const { senderPrivateKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
       const { sender } = await checkParties(msg.from, msg.to);
-      let key;
-      try {
-        key = parsePrivateKey(senderPrivateKey);
-      } catch {
-        throw new ApiError('invalid_request', 'senderPrivateKey could not be parsed', { hint: 'Send the key as DER hex (ED25519 or ECDSA) or 0x-prefixed 32-byte hex (ECDSA)' });
-      }
-      const accountKey_ = await accountKey(sender.accountId);
-      if (key.publicKey.toStringRaw() !== accountKey_.toStringRaw()) {
-        throw new ApiError('auth_did_mismatch', `senderPrivateKey is not the key of ${msg.from}`, { hint: "Send the private key of the sender's account" });
-      }
+      const key = await requireOwnPrivateKey(ledger.keys, sender, senderPrivateKey, 'senderPrivateKey', 'sender');
       const sub = await signTopicMessage({ topicId, message: encodeEnvelope(envelopeOf(msg)), payerAccountId: sender.accountId, nodeAccountIds: [buildNode], key, chunkSize: A2A_CHUNK_BYTES });
       return deliver(reply, msg, sub);
     },
@@ -268,7 +249,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
       const { txBytes, signature, publicKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
       const { sender } = await checkParties(msg.from, msg.to);
-      const key = await accountKey(sender.accountId);
+      const key = await accountPublicKey(ledger.keys, sender.accountId, 'sender');
       let sub: DecodedSubmission;
       try {
         sub = decodeTopicSubmission(Uint8Array.from(Buffer.from(txBytes, 'base64')));

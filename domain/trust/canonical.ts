@@ -3,19 +3,16 @@
  * "Trust snapshots"). The serialisation is the maintained `canonicalize` package (pinned), never
  * JSON.stringify, so an independent verifier in any language gets the same bytes.
  */
-import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { sha256Hex } from '../hash.js';
+
+export { sha256Hex };
 
 /** RFC 8785 canonical JSON of a JSON value (throws on undefined, functions, non-finite numbers). */
 export function canonicalJson(value: unknown): string {
   const text = canonicalize(value);
   if (text === undefined) throw new Error('value has no canonical JSON form');
   return text;
-}
-
-/** Lower-case hex sha256 of bytes or of a UTF-8 string. */
-export function sha256Hex(data: Uint8Array | string): string {
-  return createHash('sha256').update(data).digest('hex');
 }
 
 /** sha256 hex of the canonical JSON of a value. */

@@ -2,7 +2,6 @@
 // plus the payer's key from the mirror and a replay check) and settle (the fee payer signs, submits,
 // waits for the receipt). Settle is idempotent: a settle retried after success returns the same
 // result, also across DUPLICATE_TRANSACTION and across restarts when a store file is used.
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, PublicKey } from '@hashgraph/sdk';
@@ -12,6 +11,7 @@ import { publicKeyFromMirror, type KeyType, parsePrivateKey } from '../keys.js';
 import type { MirrorClient } from '../mirror.js';
 import { queryReceipt } from '../operations.js';
 import { EXACT_SCHEME } from './network.js';
+import { sha256Hex } from '../../domain/hash.js';
 import { payloadTransactionBase64, verifyHederaPayment, type VerifyPolicy, type VerifyResult } from './verifyPayment.js';
 
 export interface SettlementRecord {
@@ -66,8 +66,6 @@ export interface HederaFacilitatorOptions {
   policy?: Omit<VerifyPolicy, 'feePayer' | 'network'>;
   now?: () => number;
 }
-
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 export class HederaExactFacilitator {
   readonly scheme = EXACT_SCHEME;
@@ -133,7 +131,7 @@ export class HederaExactFacilitator {
 
   async settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
     const b64 = payloadTransactionBase64(payload);
-    const bytesHash = typeof b64 === 'string' ? sha256(b64) : '';
+    const bytesHash = typeof b64 === 'string' ? sha256Hex(b64) : '';
     // idempotency first: the same transaction settled before gives the same answer
     const pre = await this.check(payload, requirements, 'ignore');
     if (!pre.isValid) {

@@ -10,7 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { Transaction } from '@hashgraph/sdk';
 import type { WorkflowHandle } from '@temporalio/client';
 import { hbarToTinybars, payoutOf, type TaskRecord, type VerifierType } from '../../domain/market.js';
-import { sha256Hex } from '../../domain/verifiers.js';
+import { sha256Hex } from '../../domain/hash.js';
 import { parsePrivateKey, parsePublicKey, verifySignature } from '../../ledger/keys.js';
 import { singleBodyBytes } from '../../ledger/transferCheck.js';
 import { createTaskVerifierActivities } from '../../activities/web/taskVerifier.js';

@@ -4,7 +4,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { boundReasons, compileSchema, parseHttpVerifierAnswer, parseVerifierConfig, runLocalVerifier, sha256Hex, VERIFIER_SCHEMA_MAX_BYTES } from '../../domain/verifiers.js';
+import { boundReasons, compileSchema, parseHttpVerifierAnswer, parseVerifierConfig, runLocalVerifier, VERIFIER_SCHEMA_MAX_BYTES } from '../../domain/verifiers.js';
+import { sha256Hex } from '../../domain/hash.js';
 import { createTaskVerifierActivities } from '../../activities/web/taskVerifier.js';
 import type { TaskVerifierInput } from '../../workflows/taskTypes.js';
 

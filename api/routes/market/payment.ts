@@ -23,7 +23,8 @@ import { payoutOf, tinybarsToHbar, type TaskRecord } from '../../../domain/marke
 import { parseHederaDid } from '../../../domain/did.js';
 import { clientNodeAccountIds } from '../../../ledger/client.js';
 import { parsePublicKey } from '../../../ledger/keys.js';
-import { loadTask, marketState, partyOf, refuseEarly, requireActivePassport, requireOwnKey } from './shared.js';
+import { loadTask, marketState, partyOf, refuseEarly, requireActivePassport } from './shared.js';
+import { accountPublicKey, requireOwnPrivateKey } from '../../auth/ownKey.js';
 import {
   addDetachedSignature,
   buildPayment,
@@ -74,17 +75,6 @@ function nodesOf(ledger: LedgerContext): { build: string; accepted: string[] } {
   return { build: ledger.deployment.node?.accountId ?? accepted[0], accepted };
 }
 
-async function posterKey(ledger: LedgerContext, accountId: string): Promise<PublicKey> {
-  let key: PublicKey | null;
-  try {
-    key = await ledger.keys.resolve(accountId);
-  } catch {
-    throw new ApiError('service_unavailable', "The ledger mirror is unavailable, so the poster's key cannot be read", { hint: 'Retry after 30 seconds' });
-  }
-  if (!key) throw new ApiError('auth_did_unresolved', `The key of ${accountId} cannot be read (no single ED25519/ECDSA key)`, { hint: 'The poster account must have one ED25519 or ECDSA key' });
-  return key;
-}
-
 function paymentRefused(err: TransferCheckError): ApiError {
   return new ApiError(err.status === 403 ? 'auth_did_mismatch' : 'invalid_request', `The payment transfer was refused: ${err.message}`, { hint: err.hint ?? PAYMENT_RECIPE });
 }
@@ -107,7 +97,7 @@ export async function directPaymentBytes(ctx: AppContext, task: TaskRecord, fiel
   const ledger = ctx.ledger!;
   const expected = expectedPayment(ledger, task);
   const nodes = nodesOf(ledger);
-  const accountKey = await posterKey(ledger, expected.payer);
+  const accountKey = await accountPublicKey(ledger.keys, expected.payer, 'poster');
   try {
     let tx;
     if (fields.txBytes !== undefined) {
@@ -125,7 +115,7 @@ export async function directPaymentBytes(ctx: AppContext, task: TaskRecord, fiel
         addDetachedSignature(tx, given, accountKey, fields.signature);
       }
     } else if (fields.posterPrivateKey !== undefined) {
-      const key = await requireOwnKey(ctx, partyOf(ctx, task.posterDid, 'posterDid'), fields.posterPrivateKey, 'posterPrivateKey');
+      const key = await requireOwnPrivateKey(ledger.keys, partyOf(ctx, task.posterDid, 'posterDid'), fields.posterPrivateKey, 'posterPrivateKey', 'poster');
       tx = buildPayment({ ...expected, nodeAccountId: nodes.build });
       await tx.sign(key);
     } else {

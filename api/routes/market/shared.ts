@@ -11,13 +11,11 @@
  *                           when the step is still running after the bounded wait
  *   refuseEarly(...)        the same refusal answered from the cached record before any Update
  *   requireActivePassport   403 passport_not_found unless the DID's passport is active and held on the ledger
- *   requireOwnKey           the private key from a body must be the DID account's key (403 otherwise)
  *   signScheduleSigns       ScheduleSign transactions signed in memory by the poster's key (only bytes leave)
  *   taskResponse            the task record with _links
  */
-import { createHash } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
-import { ScheduleSignTransaction, ScheduleId, TransactionId, AccountId, type PrivateKey, type PublicKey } from '@hashgraph/sdk';
+import { ScheduleSignTransaction, ScheduleId, TransactionId, AccountId, type PrivateKey } from '@hashgraph/sdk';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { UpdateDefinition } from '@temporalio/common';
@@ -31,7 +29,6 @@ import { refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from
 import { findActivePassportByAccount } from '../../../db/queries/passports.js';
 import { findTask } from '../../../db/queries/tasks.js';
 import { clientNodeAccountIds } from '../../../ledger/client.js';
-import { parsePrivateKey } from '../../../ledger/keys.js';
 import { TASK_REFUSAL_TYPE, taskWorkflowId, type ScheduleSignBytes, type TaskTimings } from '../../../workflows/taskTypes.js';
 import { TaskBook } from './taskBook.js';
 
@@ -198,27 +195,6 @@ export async function requireActivePassport(ctx: AppContext, party: HederaDid, r
   }
 }
 
-/** The private key from a body, checked to be the DID account's own key (400 unparsable, 403 another key). */
-export async function requireOwnKey(ctx: AppContext, party: HederaDid, keyText: string, field: string): Promise<PrivateKey> {
-  let key: PrivateKey;
-  try {
-    key = parsePrivateKey(keyText);
-  } catch {
-    throw new ApiError('invalid_request', `${field} could not be parsed`, { hint: 'Send the key as DER hex (ED25519 or ECDSA) or 0x-prefixed 32-byte hex (ECDSA)' });
-  }
-  let accountKey: PublicKey | null;
-  try {
-    accountKey = await ctx.ledger!.keys.resolve(party.accountId);
-  } catch {
-    throw new ApiError('service_unavailable', 'The ledger mirror is unavailable, so the account key cannot be read', { hint: 'Retry after 30 seconds' });
-  }
-  if (!accountKey) throw new ApiError('auth_did_unresolved', `The key of ${party.accountId} cannot be read`, { hint: 'The account must have one ED25519 or ECDSA key' });
-  if (key.publicKey.toStringRaw() !== accountKey.toStringRaw()) {
-    throw new ApiError('auth_did_mismatch', `${field} is not the key of ${party.did}`, { hint: `Send the private key of ${party.accountId}` });
-  }
-  return key;
-}
-
 /** The schedules of a task still waiting for the poster's signature. */
 export function pendingSchedules(task: TaskRecord): string[] {
   const ids: string[] = [];
@@ -246,10 +222,6 @@ export async function signScheduleSigns(ctx: AppContext, scheduleIds: string[], 
     out.push({ scheduleId, signedBytes: Buffer.from(tx.toBytes()).toString('base64') });
   }
   return out;
-}
-
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
 export function taskLinks(task: TaskRecord): Record<string, { href: string; method?: 'GET' | 'POST' }> {

@@ -48,6 +48,8 @@ import {
   type VerifierType,
 } from '../../../domain/market.js';
 import { parseVerifierConfig } from '../../../domain/verifiers.js';
+import { sha256Hex } from '../../../domain/hash.js';
+import { requireOwnPrivateKey } from '../../auth/ownKey.js';
 import type { PrivateKey } from '../../../ledger/keys.js';
 import {
   cancelUpdate,
@@ -71,9 +73,7 @@ import {
   pendingTask,
   refuseEarly,
   requireActivePassport,
-  requireOwnKey,
   runTaskUpdate,
-  sha256Hex,
   signScheduleSigns,
   TaskPending,
   taskResponse,
@@ -228,7 +228,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     async (request, reply) => {
       const { posterPrivateKey, ...body } = request.body;
       const poster = partyOf(ctx, body.posterDid, 'posterDid');
-      const key = await requireOwnKey(ctx, poster, posterPrivateKey, 'posterPrivateKey');
+      const key = await requireOwnPrivateKey(ctx.ledger!.keys, poster, posterPrivateKey, 'posterPrivateKey', 'poster');
       let task: TaskRecord;
       try {
         task = await post(body);
@@ -327,7 +327,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       schema: { tags: ['market'], summary: "Claim a posted task, proving the claimer by the account's key", params: taskIdParams, body: claimWithKeyBodySchema, response: stepResponses(409) },
     },
     async (request, reply) => {
-      await requireOwnKey(ctx, partyOf(ctx, request.body.claimerDid, 'claimerDid'), request.body.claimerPrivateKey, 'claimerPrivateKey');
+      await requireOwnPrivateKey(ctx.ledger!.keys, partyOf(ctx, request.body.claimerDid, 'claimerDid'), request.body.claimerPrivateKey, 'claimerPrivateKey', 'claimer');
       return claim(reply, request.params.taskId, request.body.claimerDid);
     },
   );
@@ -377,7 +377,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     },
     async (request, reply) => {
       const { claimerPrivateKey, ...body } = request.body;
-      await requireOwnKey(ctx, partyOf(ctx, body.claimerDid, 'claimerDid'), claimerPrivateKey, 'claimerPrivateKey');
+      await requireOwnPrivateKey(ctx.ledger!.keys, partyOf(ctx, body.claimerDid, 'claimerDid'), claimerPrivateKey, 'claimerPrivateKey', 'claimer');
       return deliver(reply, request.params.taskId, body);
     },
   );
@@ -437,7 +437,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       if (body.txBytes || body.signature || body.publicKey) {
         throw new ApiError('invalid_request', 'This task is paid from escrow: txBytes, publicKey and signature are not accepted', { hint: 'Send posterDid and posterPrivateKey only' });
       }
-      const key: PrivateKey = await requireOwnKey(ctx, poster, body.posterPrivateKey, 'posterPrivateKey');
+      const key: PrivateKey = await requireOwnPrivateKey(ctx.ledger!.keys, poster, body.posterPrivateKey, 'posterPrivateKey', 'poster');
       const scheduleSigns = await signScheduleSigns(ctx, pendingSchedules(task), key);
       return answer(reply, () => runTaskUpdate(ctx, task, completeUpdate, { posterDid: body.posterDid, scheduleSigns }));
     }
@@ -479,7 +479,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       },
     },
     async (request, reply) => {
-      await requireOwnKey(ctx, partyOf(ctx, request.body.posterDid, 'posterDid'), request.body.posterPrivateKey, 'posterPrivateKey');
+      await requireOwnPrivateKey(ctx.ledger!.keys, partyOf(ctx, request.body.posterDid, 'posterDid'), request.body.posterPrivateKey, 'posterPrivateKey', 'poster');
       return complete(reply, request.params.taskId, request.body);
     },
   );
