@@ -142,6 +142,15 @@ export function createMirror(engine: Engine) {
     return a;
   }
 
+  /** The entity `raw` names in `map`: 400 for a malformed id (named `param`), 404 for an unknown one. */
+  function entity<T>(map: Map<number, T>, raw: string, param: string): T {
+    const n = parseEntity(raw);
+    if (n === null) throw badParam(param);
+    const found = map.get(n);
+    if (!found) throw notFound();
+    return found;
+  }
+
   const evmAddress = (a: Account) => (a.alias ? '0x' + Buffer.from(a.alias).toString('hex') : longZeroEvmAddress(a.num));
 
   function nftJson(n: Nft) {
@@ -307,10 +316,7 @@ export function createMirror(engine: Engine) {
     [
       /^\/api\/v1\/tokens\/([^/]+)$/,
       (m) => {
-        const n = parseEntity(m[1]);
-        if (n === null) throw badParam('tokenId');
-        const t = st.tokens.get(n);
-        if (!t) throw notFound();
+        const t = entity(st.tokens, m[1], 'tokenId');
         return {
           admin_key: keyJson(t.adminKey),
           auto_renew_account: t.autoRenewAccount !== null ? ent(t.autoRenewAccount) : null,
@@ -347,11 +353,9 @@ export function createMirror(engine: Engine) {
     [
       /^\/api\/v1\/tokens\/([^/]+)\/nfts$/,
       (m, q, path) => {
-        const n = parseEntity(m[1]);
-        if (n === null) throw badParam('tokenId');
-        if (!st.tokens.has(n)) throw notFound();
+        const t = entity(st.tokens, m[1], 'tokenId');
         const acct = filters(q, 'account.id', (s) => parseEntity(s));
-        return pageNfts(path, new URLSearchParams([...q].filter(([k]) => k !== 'account.id')), ownedNfts(null, n).filter((x) => matches(x.owner, acct)));
+        return pageNfts(path, new URLSearchParams([...q].filter(([k]) => k !== 'account.id')), ownedNfts(null, t.num).filter((x) => matches(x.owner, acct)));
       },
     ],
     [
@@ -369,10 +373,7 @@ export function createMirror(engine: Engine) {
     [
       /^\/api\/v1\/topics\/([^/]+)$/,
       (m) => {
-        const n = parseEntity(m[1]);
-        if (n === null) throw badParam('topicId');
-        const t = st.topics.get(n);
-        if (!t) throw notFound();
+        const t = entity(st.topics, m[1], 'topicId');
         return {
           admin_key: keyJson(t.adminKey),
           auto_renew_account: t.autoRenewAccount !== null ? ent(t.autoRenewAccount) : null,
@@ -392,10 +393,7 @@ export function createMirror(engine: Engine) {
     [
       /^\/api\/v1\/topics\/([^/]+)\/messages$/,
       (m, q, path) => {
-        const n = parseEntity(m[1]);
-        if (n === null) throw badParam('topicId');
-        const t = st.topics.get(n);
-        if (!t) throw notFound();
+        const t = entity(st.topics, m[1], 'topicId');
         const limit = limitOf(q);
         const order = orderOf(q, 'asc');
         const seqF = filters(q, 'sequencenumber', (s) => (/^\d{1,19}$/.test(s) ? BigInt(s) : null));
@@ -419,11 +417,10 @@ export function createMirror(engine: Engine) {
     [
       /^\/api\/v1\/topics\/([^/]+)\/messages\/([^/]+)$/,
       (m) => {
-        const n = parseEntity(m[1]);
-        if (n === null) throw badParam('topicId');
         if (!/^\d{1,19}$/.test(m[2])) throw badParam('sequenceNumber');
+        const t = entity(st.topics, m[1], 'topicId');
         const seq = BigInt(m[2]);
-        const msg = seq >= 1n && seq <= Number.MAX_SAFE_INTEGER ? st.topics.get(n)?.messages[Number(seq) - 1] : undefined;
+        const msg = seq >= 1n && seq <= Number.MAX_SAFE_INTEGER ? t.messages[Number(seq) - 1] : undefined;
         if (!msg) throw notFound();
         return messageJson(msg);
       },
@@ -497,10 +494,7 @@ export function createMirror(engine: Engine) {
     [
       /^\/api\/v1\/schedules\/([^/]+)$/,
       (m) => {
-        const n = parseEntity(m[1]);
-        if (n === null) throw badParam('scheduleId');
-        const s = st.schedules.get(n);
-        if (!s) throw notFound();
+        const s = entity(st.schedules, m[1], 'scheduleId');
         return {
           admin_key: keyJson(s.adminKey),
           consensus_timestamp: nsToMirror(s.createdNs),
