@@ -214,7 +214,7 @@ export class AgentPassportClient {
     });
     return (owned.passports as Json[]).find((p) => p.active)!;
   }
-  upgradePassport(tokenId: string, serial: number, tier: Tier) {
+  async upgradePassport(tokenId: string, serial: number, tier: Tier) {
     return this.request('POST', `/passport/${tokenId}/${serial}/upgrade`, { tier }, { sign: true, pay: true });
   }
   passport(tokenId: string, serial: number) {
@@ -228,7 +228,7 @@ export class AgentPassportClient {
   }
 
   // ---- directory and search ----
-  register(entry: { name: string; capabilities: string[]; endpoint: string; skills?: string[]; description?: string; agentCard?: string }) {
+  async register(entry: { name: string; capabilities: string[]; endpoint: string; skills?: string[]; description?: string; agentCard?: string }) {
     return this.request('POST', '/agents/register', { did: this.did, ...entry }, { sign: true });
   }
   agents(query: Record<string, string | number> = {}) {
@@ -266,7 +266,7 @@ export class AgentPassportClient {
 
   // ---- marketplace ----
   /** Posts a task. Default escrow false: the poster pays at completion with a transfer signed here. */
-  postTask(task: { title: string; priceHbar: number; description?: string; capabilities?: string[]; deadline?: string; escrow?: boolean }) {
+  async postTask(task: { title: string; priceHbar: number; description?: string; capabilities?: string[]; deadline?: string; escrow?: boolean }) {
     return this.request('POST', '/market/tasks', { posterDid: this.did, escrow: false, ...task }, { sign: true });
   }
   tasks(query: Record<string, string | number> = {}) {
@@ -275,10 +275,10 @@ export class AgentPassportClient {
   task(taskId: string) {
     return this.get(`/market/tasks/${encodeURIComponent(taskId)}`);
   }
-  claimTask(taskId: string) {
+  async claimTask(taskId: string) {
     return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/claim`, { claimerDid: this.did }, { sign: true });
   }
-  deliverTask(taskId: string, result: { resultBody?: string; resultIpfs?: string }) {
+  async deliverTask(taskId: string, result: { resultBody?: string; resultIpfs?: string }) {
     return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/deliver`, { claimerDid: this.did, ...result }, { sign: true });
   }
   /**
@@ -289,12 +289,17 @@ export class AgentPassportClient {
   async completeTask(taskId: string): Promise<Json> {
     const a = this.requireAgent();
     const id = encodeURIComponent(taskId);
+    await this.waitForTask(taskId, (t) => t.status !== 'claimed');
     const prep = await this.request('POST', `/market/tasks/${id}/prepare-payment`, { posterDid: this.did }, { sign: true });
     const txBytes = await signPreparedPayment(String(prep.txBytes), a.privateKey, a.keyType);
     this.progress(`submitting the payment of task ${taskId} ...`);
     return this.request('POST', `/market/tasks/${id}/complete`, { posterDid: this.did, txBytes }, { sign: true });
   }
-  cancelTask(taskId: string, reason?: string) {
+  /** Polls GET /market/tasks/{taskId} until `done` holds (reads are served from a NOTIFY-fed cache). */
+  async waitForTask(taskId: string, done: (task: Json) => boolean, timeoutMs = 30_000): Promise<Json> {
+    return pollPending(this.baseUrl, `/market/tasks/${encodeURIComponent(taskId)}`, { done: (s, b) => s === 200 && done(b), timeoutMs, intervalMs: 100, fetch: this.fetchImpl });
+  }
+  async cancelTask(taskId: string, reason?: string) {
     return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/cancel`, { posterDid: this.did, ...(reason ? { reason } : {}) }, { sign: true });
   }
 
