@@ -92,7 +92,7 @@ const feedRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx
       const version = sources.directory.version;
       const tasks = sources.book.all();
       if (!cached || cached.version !== version || cached.tasks !== tasks || cached.base !== base) {
-        const xml = renderFeed(base, newestEntries(agentsNewestFirst(sources.directory), tasks, FEED_ITEMS));
+        const xml = renderFeed(base, newestEntries(agentsNewestFirst(sources.directory, FEED_ITEMS), tasks, FEED_ITEMS));
         cached = { version, tasks, base, xml };
       }
       return reply.type('application/rss+xml; charset=utf-8').send(cached.xml as never);

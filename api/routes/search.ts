@@ -9,6 +9,7 @@
  * Results: agents newest registration first, then tasks newest first; `limit` (default 20, max 100)
  * is shared half and half when both kinds have more matches than that, else the other kind fills up.
  */
+import { performance } from 'node:perf_hooks';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
@@ -42,9 +43,20 @@ export async function sourcesReady(s: MemorySources): Promise<void> {
   }
 }
 
-/** Registered agents, newest registration first (directory sequence, then time). */
-export function agentsNewestFirst(directory: AgentDirectory): AgentEntry[] {
-  return [...directory.values()].sort((a, b) => b.sequence - a.sequence || b.entry.timestamp - a.entry.timestamp).map((v) => v.entry);
+/** Registered agents, newest registration first (directory sequence, then time); the first `max` when given. */
+export function agentsNewestFirst(directory: AgentDirectory, max = Infinity): AgentEntry[] {
+  const newer = (a: { entry: AgentEntry; sequence: number }, b: { entry: AgentEntry; sequence: number }) => b.sequence - a.sequence || b.entry.timestamp - a.entry.timestamp;
+  if (max === Infinity) return [...directory.values()].sort(newer).map((v) => v.entry);
+  // the newest `max` in one pass (the feed wants 50 of possibly 100,000)
+  const top: Array<{ entry: AgentEntry; sequence: number }> = [];
+  for (const v of directory.values()) {
+    if (top.length === max && newer(v, top[top.length - 1]!) >= 0) continue;
+    let i = top.length;
+    while (i > 0 && newer(v, top[i - 1]!) < 0) i--;
+    top.splice(i, 0, v);
+    if (top.length > max) top.pop();
+  }
+  return top.map((v) => v.entry);
 }
 
 /**
@@ -55,6 +67,32 @@ export function shareLimit(limit: number, agents: number, tasks: number): [numbe
   const half = Math.ceil(limit / 2);
   const a = Math.min(agents, Math.max(half, limit - tasks));
   return [a, Math.min(tasks, limit - a)];
+}
+
+/**
+ * A search index that follows its source: rebuilt when the source's change marker moved, but not
+ * sooner than REBUILD_SPACING times the last rebuild's duration after it, so a stream of changes
+ * cannot keep the event loop rebuilding (at 100,000 items a rebuild takes a few hundred ms); in
+ * between, queries are answered from the previous index (changes show up after that delay).
+ */
+const REBUILD_SPACING = 5;
+
+export class FollowingIndex<T> {
+  private marker: unknown = {};
+  private builtAt = -Infinity;
+  private buildMs = 0;
+
+  constructor(readonly index: SubstringIndex<T>) {}
+
+  follow(marker: unknown, items: () => readonly T[]): void {
+    if (marker === this.marker) return;
+    const now = performance.now();
+    if (now - this.builtAt < REBUILD_SPACING * this.buildMs) return;
+    this.marker = marker;
+    this.index.rebuild(items());
+    this.builtAt = performance.now();
+    this.buildMs = this.builtAt - now;
+  }
 }
 
 /** fn memoised per (immutable) object. */
@@ -71,19 +109,12 @@ const searchRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
   const sources = memorySources(ctx);
   const agentIndex = new SubstringIndex<AgentEntry>((a) => [a.name, a.did, ...(a.skills ?? []), ...a.capabilities]);
   const taskIndex = new SubstringIndex<TaskRecord>((t) => [t.title, t.description, ...t.capabilities]);
-  let agentVersion = -1;
-  let taskSource: readonly TaskRecord[] | null = null;
-
+  const agents = new FollowingIndex(agentIndex);
+  const tasks = new FollowingIndex(taskIndex);
   const current = () => {
-    if (agentVersion !== sources.directory.version) {
-      agentVersion = sources.directory.version;
-      agentIndex.rebuild(agentsNewestFirst(sources.directory));
-    }
-    const tasks = sources.book.all();
-    if (tasks !== taskSource) {
-      taskSource = tasks;
-      taskIndex.rebuild(tasks);
-    }
+    agents.follow(sources.directory.version, () => agentsNewestFirst(sources.directory));
+    const all = sources.book.all();
+    tasks.follow(all, () => all);
   };
 
   // Entries and task records are immutable values of their caches (a change replaces the object),
@@ -132,12 +163,12 @@ const searchRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
       current();
       const { q, type, limit } = request.query;
       // up to `limit` of each kind, then shared
-      const agents = type === 'task' ? [] : agentIndex.find(q, limit);
-      const tasks = type === 'agent' ? [] : taskIndex.find(q, limit);
-      const [na, nt] = shareLimit(limit, agents.length, tasks.length);
+      const foundAgents = type === 'task' ? [] : agentIndex.find(q, limit);
+      const foundTasks = type === 'agent' ? [] : taskIndex.find(q, limit);
+      const [na, nt] = shareLimit(limit, foundAgents.length, foundTasks.length);
       const parts: string[] = [];
-      for (let i = 0; i < na; i++) parts.push(agentResult(agents[i]!));
-      for (let i = 0; i < nt; i++) parts.push(taskResult(tasks[i]!));
+      for (let i = 0; i < na; i++) parts.push(agentResult(foundAgents[i]!));
+      for (let i = 0; i < nt; i++) parts.push(taskResult(foundTasks[i]!));
       return sendJson(reply, `{"query":${JSON.stringify(q)},"results":[${parts.join(',')}],"count":${parts.length}}`);
     },
   );
