@@ -19,6 +19,7 @@ import { IdempotentSubmitter } from '../../ledger/submit.js';
 import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
 import { passportStateFor, type PassportState } from '../../api/passportState.js';
 import { buildTestApp, testConfig } from '../support/app.js';
+import { dumpDatabase } from '../support/secrets.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
 import { connectTestTemporal, recordHistory, type TestTemporal } from '../support/temporal.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
@@ -61,7 +62,8 @@ async function ownDatabase(prefix: string): Promise<{ url: string; drop(): Promi
   await migrate(url.toString());
   return {
     url: url.toString(),
-    drop: () => dropDatabase(url.toString()).catch(() => {}),
+    // its rows are kept for the secrets scan first (test/support/secrets.ts)
+    drop: () => dumpDatabase(url.toString()).then(() => dropDatabase(url.toString())).catch(() => {}),
   };
 }
 

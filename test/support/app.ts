@@ -2,11 +2,14 @@
 import { loadConfig, type Config } from '../../config/index.js';
 import { buildApp } from '../../api/app.js';
 import type { AppContext } from '../../api/context.js';
+import { appLogStream } from './secrets.js';
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...overrides });
 }
 
 export async function buildTestApp(overrides: Record<string, string> = {}, ctx: Partial<AppContext> = {}) {
-  return buildApp({ config: testConfig(overrides), ...ctx }, { logger: false });
+  // integration runs log at info level to a file the secrets scan reads (test/support/secrets.ts)
+  const stream = appLogStream();
+  return buildApp({ config: testConfig(overrides), ...ctx }, { logger: stream ? { level: 'info', stream } : false });
 }

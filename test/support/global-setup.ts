@@ -8,6 +8,7 @@ import { freePort } from '../../scripts/lib/ports.js';
 import { resolvePostgres } from '../../scripts/lib/postgres.js';
 import { startTemporalDevServer } from '../../scripts/lib/temporalServer.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
+import { runSecretsScan, secretsRunDir } from '../reliability/secretsTeardown.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -35,10 +36,18 @@ export default async function setup(project: TestProject) {
 
   project.provide('databaseUrl', url);
   project.provide('temporalAddress', address ?? temporal!.address);
+  const secretsDir = secretsRunDir();
+  project.provide('secretsDir', secretsDir);
 
   return async () => {
+    // the secrets scan (issue 13): logs, database rows and (our own dev server's) histories, before they go
+    const scan = await runSecretsScan({ dir: secretsDir, databaseUrl: url, temporalAddress: temporal?.address, log });
     await temporal?.stop();
     if (!process.env.TEST_DATABASE_URL && !process.env.KEEP_TEST_DATABASE) await dropDatabase(url).catch(() => {});
     await pg.stop();
+    if (scan.found.length) {
+      process.exitCode = 1;
+      throw new Error(`secrets found after the run: ${scan.found.join('; ')}`);
+    }
   };
 }

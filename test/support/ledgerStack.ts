@@ -11,6 +11,7 @@ import { ledgerClients } from '../../ledger/context.js';
 import { mirrorAccountKeys } from '../../api/auth/accountKeys.js';
 import type { LedgerContext } from '../../api/context.js';
 import { testConfig } from './app.js';
+import { recordSecret } from './secrets.js';
 
 export interface LedgerStack {
   localnet: Localnet;
@@ -25,6 +26,9 @@ export async function startLedgerStack(prefix = 'stack'): Promise<LedgerStack> {
   const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
   const localnetJsonPath = join(dir, 'localnet.json');
   const localnet = await startLocalnet({ dataDir: join(dir, 'localnet'), grpcPort: 0, mirrorPort: 0, facilitatorPort: 0, localnetJsonPath });
+  // every private key of this localnet is a secret the secrets scan looks for (test/reliability/secretsScan.ts)
+  recordSecret('localnet operator key', localnet.config.operator.privateKey);
+  for (const a of localnet.config.accounts) recordSecret(`localnet account ${a.accountId} key`, a.privateKey);
   const env = { LOCALNET_CONFIG_PATH: localnetJsonPath, HEDERA_NETWORK: 'local' };
   const deployment = loadLedgerDeployment(testConfig(env));
   const { client, mirror } = ledgerClients(deployment);
