@@ -1,56 +1,68 @@
 /**
- * `npm run demo`: act as an agent against the stack `npm run dev` started. Reads .data/localnet.json,
- * picks the first agent account without a passport, signs in (GET /auth/challenge), buys a bronze
- * passport over x402 paying localnet HBAR, upgrades it to silver, and resolves its DID.
- * The Temporal UI (http://localhost:8233) then shows the passport:local:{account} and
- * passport-upgrade:... workflows.
+ * `npm run demo`: a walk through the agent-passport CLI against the stack `npm run dev` started.
+ * Reads .data/localnet.json, picks two agent accounts without a passport, writes their keys to
+ * key files (mode 600, in a temp directory, removed at the end) and runs, printing each command:
+ * passport buy (x402, paid in localnet HBAR) and upgrade, did resolve, directory register, messages
+ * send / inbox, and a task posted, claimed, delivered and completed. The Temporal UI
+ * (http://localhost:8233) then shows the passport, A2A and task workflows.
  */
 import fs from 'node:fs';
-import { parsePrivateKey, signBytes } from '../ledger/keys.js';
-import { createPayingFetch } from '../ledger/x402/clientScheme.js';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
-const cfg = JSON.parse(fs.readFileSync(process.env.LOCALNET_CONFIG_PATH ?? '.data/localnet.json', 'utf8'));
-const api: string = cfg.apiUrl ?? 'http://127.0.0.1:3000';
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const deployment = path.resolve(process.env.LOCALNET_CONFIG_PATH ?? '.data/localnet.json');
+const cfg = JSON.parse(fs.readFileSync(deployment, 'utf8'));
+const api: string = process.env.AGENT_PASSPORT_URL ?? cfg.apiUrl ?? 'http://127.0.0.1:3000';
+const bin = path.join(root, 'packages', 'client', 'bin', 'agent-passport.mjs');
 
 type Agent = { accountId: string; did: string; keyType: 'ED25519' | 'ECDSA'; privateKey: string };
 
-async function signedHeaders(agent: Agent): Promise<Record<string, string>> {
-  const res = await fetch(`${api}/auth/challenge?did=${encodeURIComponent(agent.did)}`);
-  const { challenge } = (await res.json()) as { challenge: string };
-  const key = parsePrivateKey(agent.privateKey, agent.keyType);
-  return {
-    'content-type': 'application/json',
-    'x-service-did': agent.did,
-    'x-service-challenge': challenge,
-    'x-service-signature': Buffer.from(signBytes(key, challenge)).toString('hex'),
-  };
-}
-
-async function paidPost(agent: Agent, path: string, body: unknown) {
-  const pay = createPayingFetch({ accountId: agent.accountId, privateKey: agent.privateKey, keyType: agent.keyType, node: cfg.node, maxAmountTinybars: 600n * 100_000_000n, networks: ['local'] });
-  const res = await pay(`${api}${path}`, { method: 'POST', headers: await signedHeaders(agent), body: JSON.stringify(body) });
-  const json = await res.json();
-  console.log(`POST ${path} -> ${res.status}${res.headers.get('payment-response') ? ' (paid)' : ''}`);
-  return json as Record<string, any>;
-}
-
-let agent: Agent | undefined;
+const free: Agent[] = [];
 for (const a of cfg.accounts as Agent[]) {
   const owned = (await (await fetch(`${api}/passport/address/${a.accountId}`)).json()) as { passports?: unknown[] };
-  if (!owned.passports?.length) {
-    agent = a;
-    break;
-  }
+  if (!owned.passports?.length) free.push(a);
+  if (free.length === 2) break;
 }
-if (!agent) {
-  console.log('every agent account already holds a passport; delete .data/ for a fresh localnet');
+if (free.length < 2) {
+  console.log('fewer than two agent accounts without a passport; delete .data/ for a fresh localnet');
   process.exit(0);
 }
-console.log(`agent ${agent.did} (${agent.keyType})`);
-const issued = await paidPost(agent, '/passport/request', { tier: 'bronze', endpoint: 'https://agent.example/a2a' });
-console.log(issued);
-if (issued.tokenId) {
-  console.log(await paidPost(agent, `/passport/${issued.tokenId}/${issued.serialNumber}/upgrade`, { tier: 'silver' }));
-  const doc = await (await fetch(`${api}/did/${agent.did}`)).json();
-  console.log(JSON.stringify(doc, null, 2));
+const [alice, bob] = free;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-demo-'));
+const keyFile = (a: Agent, name: string) => {
+  const file = path.join(dir, `${name}.json`);
+  fs.writeFileSync(file, JSON.stringify({ accountId: a.accountId, privateKey: a.privateKey, keyType: a.keyType }), { mode: 0o600 });
+  return file;
+};
+const files = { alice: keyFile(alice, 'alice'), bob: keyFile(bob, 'bob') };
+
+/** Runs `agent-passport` as `who`, shows the command line, prints and answers its output. */
+function run(who: 'alice' | 'bob' | null, args: string[]): string {
+  const full = ['--url', api, '--deployment', deployment, ...(who ? ['--key-file', files[who]] : []), ...args];
+  console.log(`\n$ agent-passport ${who ? `--key-file ${who}.json ` : ''}${args.join(' ')}`);
+  const out = execFileSync(process.execPath, [bin, ...full], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  process.stdout.write(out);
+  return out;
+}
+const json = (out: string) => JSON.parse(out) as Record<string, any>;
+
+try {
+  console.log(`alice = ${alice.did} (${alice.keyType}), bob = ${bob.did} (${bob.keyType}); API ${api}`);
+  const passport = json(run('alice', ['passport', 'buy', '--tier', 'bronze', '--endpoint', 'https://alice.example/a2a', '--json']));
+  run('alice', ['passport', 'upgrade', passport.tokenId, String(passport.serialNumber), '--tier', 'silver']);
+  run(null, ['did', 'resolve', alice.did]);
+  run('bob', ['passport', 'buy', '--tier', 'bronze']);
+  run('alice', ['directory', 'register', '--name', `demo-${alice.accountId}`, '--capability', 'api_call', '--endpoint', 'https://alice.example/a2a']);
+  run('alice', ['messages', 'send', bob.did, 'hello bob: a task for you on the marketplace']);
+  run('bob', ['messages', 'inbox', '--limit', '1']);
+  const task = json(run('alice', ['task', 'post', '--title', 'Summarise the demo', '--price', '2', '--json']));
+  run('bob', ['task', 'claim', task.taskId]);
+  run('bob', ['task', 'deliver', task.taskId, '--result', 'The demo walked through the CLI.']);
+  run('alice', ['task', 'complete', task.taskId]);
+  console.log('\nTemporal UI: http://localhost:8233 shows the passport, A2A and task workflows.');
+} finally {
+  fs.rmSync(dir, { recursive: true, force: true });
 }
