@@ -39,7 +39,8 @@ import {
   isBodyTooLarge,
 } from '../../domain/a2a.js';
 import { parseHederaDid, type HederaDid } from '../../domain/did.js';
-import { findActivePassportByAccount, listPassportsByAccount } from '../../db/queries/passports.js';
+import { listPassportsByAccount } from '../../db/queries/passports.js';
+import { heldActivePassport } from '../heldPassport.js';
 import { listConversation, listInbox, type A2aMessageRow } from '../../db/queries/a2aMessages.js';
 import { clientNodeAccountIds } from '../../ledger/client.js';
 import { parsePrivateKey, parsePublicKey } from '../../ledger/keys.js';
@@ -125,17 +126,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
   }
 
   /** The party's passport is active in the projection and its NFT is still held by the party on the ledger. */
-  async function hasActivePassport(party: HederaDid): Promise<boolean> {
-    const row = await findActivePassportByAccount(sql, network, party.accountId);
-    if (!row) return false;
-    let holder: string | null;
-    try {
-      holder = await ledger.mirror.getNftHolder(row.token_id, Number(row.serial));
-    } catch {
-      throw new ApiError('service_unavailable', 'The ledger mirror is unavailable, so the passports cannot be checked', { hint: 'Retry after 30 seconds' });
-    }
-    return holder === party.accountId;
-  }
+  const hasActivePassport = async (party: HederaDid): Promise<boolean> => (await heldActivePassport(ctx, party.accountId)) !== null;
 
   /** 403 for a sender or recipient without an active passport; 404 for a recipient that never had one. */
   async function checkParties(from: string, to: string): Promise<{ sender: HederaDid; recipient: HederaDid }> {

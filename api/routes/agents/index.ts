@@ -256,9 +256,8 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
 
       const capabilities = normaliseCapabilities(body.capabilities as Capability[]);
       const skills = body.skills ? normaliseSkills(body.skills) : undefined;
-      const size = directoryMessageBytes({
-        v: 1,
-        type: 'agent.registered',
+      // what the directory message, the claim and the workflow input all carry
+      const entry = {
         did,
         accountId: auth.accountId,
         tokenId: passport.tokenId,
@@ -270,44 +269,17 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         ...(skills?.length ? { skills } : {}),
         ...(body.description ? { description: body.description } : {}),
         ...(body.agentCard ? { agentCard: body.agentCard } : {}),
-      });
+      };
+      const size = directoryMessageBytes({ v: 1, type: 'agent.registered', ...entry });
       if (size > DIRECTORY_MESSAGE_MAX_BYTES) {
         throw new ApiError('invalid_request', `The directory message would be ${size} bytes; one topic message holds ${DIRECTORY_MESSAGE_MAX_BYTES}`, {
           hint: 'description, skills: shorten them (or the endpoint and agentCard URLs) so the registration fits in 1024 bytes of JSON',
         });
       }
-      const claim = await claimAgent(sql, {
-        did,
-        network,
-        accountId: auth.accountId,
-        tokenId: passport.tokenId,
-        serial: passport.serial,
-        name: body.name,
-        capabilities,
-        ...(skills?.length ? { skills } : {}),
-        endpoint: body.endpoint,
-        ...(body.description ? { description: body.description } : {}),
-        ...(body.agentCard ? { agentCard: body.agentCard } : {}),
-        tier: passport.tier,
-        workflowId,
-      });
+      const claim = await claimAgent(sql, { ...entry, network, workflowId });
       if (!claim.claimed) throw alreadyRegistered(claim.conflict, claim.conflict === 'did' ? did : body.name);
 
-      const input: AgentRegistrationInput = {
-        network,
-        did,
-        accountId: auth.accountId,
-        tokenId: passport.tokenId,
-        serial: passport.serial,
-        tier: passport.tier,
-        name: body.name,
-        capabilities,
-        endpoint: body.endpoint,
-        ...(skills?.length ? { skills } : {}),
-        ...(body.description ? { description: body.description } : {}),
-        ...(body.agentCard ? { agentCard: body.agentCard } : {}),
-        ...(state.timings ? { timings: state.timings } : {}),
-      };
+      const input: AgentRegistrationInput = { ...entry, network, ...(state.timings ? { timings: state.timings } : {}) };
       return runRegistration(reply, did, workflowId, input);
     },
   );

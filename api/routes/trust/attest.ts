@@ -4,8 +4,8 @@
  * written on chain and gets it back with `on_chain`.
  *
  *   1. domain validated (400 trust_domain_invalid), signature checked (401 auth_*), the signer's
- *      passport: active in the projection and held by the signer on the ledger (mirror
- *      getNftHolder), else 404 passport_not_found (SPEC: 404 no passport);
+ *      passport: active in the projection and held by the signer on the ledger
+ *      (api/heldPassport.ts), else 404 passport_not_found (SPEC: 404 no passport);
  *   2. the current snapshot, exactly as GET /api/trust/{domain} serves it (api/trust/snapshots.ts);
  *   3. trust_attestations records it under its snapshot_hash (first attester wins), then workflow
  *      trustAttest (id trust-attest:{domain}:{snapshot_hash}) sends attestDomain(domain, hash) to
@@ -27,7 +27,7 @@ import { snapshotFor } from '../../trust/snapshots.js';
 import { isPending, pendingReply, startOrAttach, waitForResult } from '../../workflowCalls.js';
 import { WORKFLOW_WAIT_MS } from '../../passportState.js';
 import { domainOf } from './ownership.js';
-import { findActivePassportByAccount } from '../../../db/queries/passports.js';
+import { heldActivePassport } from '../../heldPassport.js';
 import { onChainOf, openAttestation, type AttestationRow, type OnChainAttestation } from '../../../db/queries/trustAttestations.js';
 import { trustAttestWorkflowId, type TrustAttestInput } from '../../../workflows/trustAttest.js';
 
@@ -35,22 +35,12 @@ const attestBodySchema = z.strictObject({ did: didString });
 
 const attestRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const sql = ctx.sql!;
-  const ledger = ctx.ledger!;
-  const network = ledger.deployment.network;
   const { EVM_RPC_URL, EVM_CHAIN_ID, PASSPORT_CONTRACT_ADDRESS } = ctx.config;
 
   /** The signer holds an active passport on the ledger, else 404 passport_not_found. */
   const requirePassport = async (did: string, accountId: string): Promise<void> => {
-    const row = await findActivePassportByAccount(sql, network, accountId);
-    const noPassport = () => new ApiError('passport_not_found', `${did} holds no active passport`, { hint: 'Attestations are made by passport holders: buy one with POST /passport/request' });
-    if (!row || row.did !== did) throw noPassport();
-    let holder: string | null;
-    try {
-      holder = await ledger.mirror.getNftHolder(row.token_id, Number(row.serial));
-    } catch {
-      throw new ApiError('service_unavailable', 'The ledger mirror is unavailable, so the passport cannot be checked', { hint: 'Retry after 30 seconds' });
-    }
-    if (holder !== accountId) throw noPassport();
+    const row = await heldActivePassport(ctx, accountId);
+    if (!row || row.did !== did) throw new ApiError('passport_not_found', `${did} holds no active passport`, { hint: 'Attestations are made by passport holders: buy one with POST /passport/request' });
   };
 
   const answer = (row: AttestationRow, onChain: OnChainAttestation) => ({ ...(row.snapshot as object), on_chain: onChain }) as z.infer<typeof trustSnapshotSchema>;

@@ -21,6 +21,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import type { AppContext } from '../../context.js';
 import { ApiError, echo } from '../../errors.js';
 import { errorResponses, linkMapSchema } from '../../schemas/common.js';
+import { domainOwnershipSchema, trustDomainParams } from '../../schemas/trust.js';
 import { startOrAttach, temporalClient } from '../../workflowCalls.js';
 import { WORKFLOW_WAIT_MS } from '../../passportState.js';
 import { ownershipDnsRecord, ownershipWellKnownUrl, parseDomainName } from '../../../domain/domainName.js';
@@ -39,8 +40,6 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 /** A pending challenge is handed out again only while it has at least this long left. */
 const REUSE_MIN_LEFT_MS = 60_000;
 
-export const domainParams = z.object({ domain: z.string().min(1).max(260) });
-
 const challengeSchema = z
   .object({
     token: z.string(),
@@ -51,21 +50,13 @@ const challengeSchema = z
   })
   .meta({ id: 'DomainOwnershipChallenge' });
 
-const ownershipSchema = z.object({
-  method: z.string(),
-  verified: z.boolean(),
-  verified_at: z.string().nullable(),
-  challenge_token: z.string(),
-  proof: z.string(),
-});
-
 const verifyBodySchema = z.strictObject({ token: z.string().min(1).max(64) });
 
 const verifyResultSchema = z
   .object({
     domain: z.string(),
     verified: z.boolean(),
-    domain_ownership: ownershipSchema,
+    domain_ownership: domainOwnershipSchema,
     _links: linkMapSchema.optional(),
   })
   .meta({ id: 'DomainOwnershipVerification' });
@@ -113,7 +104,7 @@ const ownershipRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
       schema: {
         summary: 'An ownership challenge for the domain (DNS TXT record or well-known file), valid 24 h',
         tags: ['trust'],
-        params: domainParams,
+        params: trustDomainParams,
         response: { 200: challengeSchema, ...errorResponses(400, 429, 503) },
       },
     },
@@ -179,7 +170,7 @@ const ownershipRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
       schema: {
         summary: 'Check the ownership challenge now: 200 when the DNS record or the well-known file holds the token, 403 when not yet',
         tags: ['trust'],
-        params: domainParams,
+        params: trustDomainParams,
         body: verifyBodySchema,
         response: { 200: verifyResultSchema, ...errorResponses(400, 403, 404, 429, 503) },
       },
