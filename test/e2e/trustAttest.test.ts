@@ -5,7 +5,6 @@
 // DomainAttested event at GET /events, one transaction per snapshot hash (repeated, concurrent, and
 // a retried activity whose recorded transaction was never sent).
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -22,6 +21,7 @@ import { buildTestApp, testConfig } from '../support/app.js';
 import { recordHistory } from '../support/temporal.js';
 import { signedHeaders, signChallenge, type TestAgent } from '../support/signing.js';
 import { startTestDns, type TestDnsServer } from '../support/testDns.js';
+import { startTestSite, type TestSite } from '../support/testSite.js';
 import { startTestChain, type TestChain } from '../evm/helpers.js';
 import { historiesDir, paidPost, startPassportStack, type PassportStack } from './passportHarness.js';
 
@@ -35,7 +35,7 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
   let ps: PassportStack;
   let chain: TestChain;
   let dns: TestDnsServer;
-  let site: http.Server;
+  let site: TestSite;
   let app: FastifyInstance;
   let holder: TestAgent;
   let stranger: TestAgent;
@@ -56,12 +56,9 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
     chain = await startTestChain({ chainId: CHAIN_ID });
     attester = { address: chain.anvil.accounts[0]!.address as Hex, privateKey: chain.anvil.accounts[0]!.privateKey };
     dns = await startTestDns();
-    site = http.createServer((req, res) => {
-      if (req.url === '/robots.txt') res.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nAllow: /\n');
-      else res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-    });
-    await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
-    const origin = `http://127.0.0.1:${(site.address() as { port: number }).port}`;
+    site = await startTestSite();
+    site.files.set('/robots.txt', 'User-agent: *\nAllow: /\n');
+    const origin = site.origin;
     for (const d of Object.values(DOMAINS)) dns.setA(d, ['127.0.0.1']);
 
     const env = {
@@ -95,8 +92,7 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
     await ps?.stop();
     await chain?.anvil.stop();
     await dns?.close();
-    site?.closeAllConnections();
-    await new Promise((r) => site?.close(r));
+    await site?.close();
   });
 
   it('refuses an unsigned request or a bad signature (401) and a signer without a passport (404)', async () => {

@@ -5,7 +5,6 @@
 // tokens, the workflow proving on its own between two checkNow calls, expiry, and the proof in a
 // later snapshot.
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -18,31 +17,10 @@ import type { OwnershipCheckResult } from '../../activities/web/domainOwnership.
 import { buildTestApp, testConfig } from '../support/app.js';
 import { connectTestTemporal, recordHistory, type TestTemporal } from '../support/temporal.js';
 import { startTestDns, type TestDnsServer } from '../support/testDns.js';
+import { startTestSite, type TestSite as Site } from '../support/testSite.js';
 import { historiesDir, workflowsPath } from './passportHarness.js';
 
 type Json = Record<string, any>;
-
-/** A domain's web site on a loopback port: path -> body (404 otherwise). */
-interface Site {
-  origin: string;
-  files: Map<string, string>;
-  close(): Promise<void>;
-}
-
-async function startSite(): Promise<Site> {
-  const files = new Map<string, string>();
-  const server = http.createServer((req, res) => {
-    const body = files.get((req.url ?? '/').split('?')[0]!);
-    if (body === undefined) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/plain' }).end(body);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  return { origin: `http://127.0.0.1:${port}`, files, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 const WELL_KNOWN = '/.well-known/agent-passport-challenge.txt';
 const run = Math.random().toString(36).slice(2, 8);
@@ -97,7 +75,7 @@ describe('domain ownership challenges (DNS server, loopback sites, Temporal, Pos
 
   beforeAll(async () => {
     dns = await startTestDns();
-    sites = Object.fromEntries(await Promise.all(Object.keys(D).map(async (k) => [k, await startSite()]))) as Record<keyof typeof D, Site>;
+    sites = Object.fromEntries(await Promise.all(Object.keys(D).map(async (k) => [k, await startTestSite()]))) as Record<keyof typeof D, Site>;
     for (const d of Object.values(D)) dns.setA(d, ['127.0.0.1']);
     sql = createSql(inject('databaseUrl'), { max: 4 });
     t = await connectTestTemporal('trust-own');

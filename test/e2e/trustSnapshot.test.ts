@@ -4,7 +4,6 @@
 // Merkle root, the profile hash and the snapshot hash itself (canonicalize + sha256, its own Merkle
 // code) and verifies the signature with the key published in the signature directory.
 import { createHash, createPublicKey, verify, type JsonWebKey } from 'node:crypto';
-import http from 'node:http';
 import canonicalize from 'canonicalize';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
@@ -14,47 +13,9 @@ import { TrustSnapshots } from '../../api/trust/snapshots.js';
 import { PROBE_IDS } from '../../domain/trust/rules.js';
 import { confirmAttestation, openAttestation } from '../../db/queries/trustAttestations.js';
 import { startTestDns, type TestDnsServer } from '../support/testDns.js';
+import { startTestSite, type SiteFile as File, type TestSite as Site } from '../support/testSite.js';
 
 type Json = Record<string, any>;
-interface File {
-  status: number;
-  type: string;
-  body: string;
-}
-
-/** A domain's web site on a loopback port: path -> file; anything else 404 "missing <path>". */
-interface Site {
-  origin: string;
-  files: Map<string, File>;
-  requests(): number;
-  served(path: string): Buffer;
-  close(): Promise<void>;
-}
-
-async function startSite(): Promise<Site> {
-  const files = new Map<string, File>();
-  let requests = 0;
-  const fileFor = (path: string): File => files.get(path) ?? { status: 404, type: 'text/plain', body: `missing ${path}` };
-  const server = http.createServer((req, res) => {
-    requests++;
-    const f = fileFor((req.url ?? '/').split('?')[0]!);
-    res.writeHead(f.status, { 'content-type': f.type }).end(f.body);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    files,
-    requests: () => requests,
-    served: (path) => Buffer.from(fileFor(path).body),
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
-}
-
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
 /** The Merkle convention of /rules, written again here: sha256(left || right) over raw bytes, odd node promoted. */
@@ -122,7 +83,7 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
 
   beforeAll(async () => {
     dns = await startTestDns();
-    sites = Object.fromEntries(await Promise.all(Object.keys(D).map(async (k) => [k, await startSite()]))) as Record<keyof typeof D, Site>;
+    sites = Object.fromEntries(await Promise.all(Object.keys(D).map(async (k) => [k, await startTestSite()]))) as Record<keyof typeof D, Site>;
     sql = createSql(inject('databaseUrl'), { max: 2 });
     app = await buildTestApp(env(), { sql });
     fresh = await buildTestApp({ ...env(), TRUST_SNAPSHOT_TTL_MS: '0' }, { sql });
