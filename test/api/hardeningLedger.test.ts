@@ -64,27 +64,21 @@ interface RouteFile {
  */
 function routeFiles(): RouteFile[] {
   const root = new URL('../../api/routes/', import.meta.url);
-  const out: RouteFile[] = [];
-  const walk = (rel: string) => {
-    for (const entry of readdirSync(new URL(rel, root), { withFileTypes: true })) {
-      if (entry.isDirectory()) walk(`${rel}${entry.name}/`);
-      else if (entry.name.endsWith('.ts')) {
-        const source = readFileSync(new URL(`${rel}${entry.name}`, root), 'utf8');
-        const constants = new Map([...source.matchAll(/const\s+([A-Z][A-Z0-9_]*)\s*=\s*'([^']+)'/g)].map((m) => [m[1]!, m[2]!]));
-        const calls = [...source.matchAll(/app\.(?:get|post|put|patch|delete)\(\s*(?:'([^']+)'|([A-Z][A-Z0-9_]*)\b)/g)];
-        const routes = calls.flatMap((m, i) => {
-          const url = m[1] ?? constants.get(m[2]!);
-          // the call's options: up to the next route declaration (enough to see its preHandler)
-          const options = source.slice(m.index!, calls[i + 1]?.index ?? source.length).split(/\n\s*async \(/)[0]!;
-          return url ? [{ url, options }] : [];
-        });
-        const codes = new Set([...source.matchAll(/'([a-z0-9_]+)'/g)].map((m) => m[1]!).filter((c) => CATALOG_CODES.has(c)));
-        out.push({ file: `${rel}${entry.name}`, folder: rel.replace(/\/$/, ''), routes, codes });
-      }
-    }
-  };
-  walk('');
-  return out;
+  const files = (readdirSync(root, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).sort();
+  return files.map((file) => {
+    const rel = file.includes('/') ? `${file.slice(0, file.lastIndexOf('/'))}/` : '';
+    const source = readFileSync(new URL(file, root), 'utf8');
+    const constants = new Map([...source.matchAll(/const\s+([A-Z][A-Z0-9_]*)\s*=\s*'([^']+)'/g)].map((m) => [m[1]!, m[2]!]));
+    const calls = [...source.matchAll(/app\.(?:get|post|put|patch|delete)\(\s*(?:'([^']+)'|([A-Z][A-Z0-9_]*)\b)/g)];
+    const routes = calls.flatMap((m, i) => {
+      const url = m[1] ?? constants.get(m[2]!);
+      // the call's options: up to the next route declaration (enough to see its preHandler)
+      const options = source.slice(m.index!, calls[i + 1]?.index ?? source.length).split(/\n\s*async \(/)[0]!;
+      return url ? [{ url, options }] : [];
+    });
+    const codes = new Set([...source.matchAll(/'([a-z0-9_]+)'/g)].map((m) => m[1]!).filter((c) => CATALOG_CODES.has(c)));
+    return { file, folder: rel.replace(/\/$/, ''), routes, codes };
+  });
 }
 
 describe('issue 8 hardening against PostgreSQL and localnet', () => {

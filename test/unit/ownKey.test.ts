@@ -65,18 +65,15 @@ describe('one sha256 helper', () => {
   it('no other source file defines a sha256 helper or its own private-key check', () => {
     const root = new URL('../../', import.meta.url);
     const offenders: string[] = [];
-    const walk = (rel: string) => {
-      for (const entry of readdirSync(new URL(rel, root), { withFileTypes: true })) {
-        if (entry.isDirectory()) walk(`${rel}${entry.name}/`);
-        else if (entry.name.endsWith('.ts')) {
-          const file = `${rel}${entry.name}`;
-          const source = readFileSync(new URL(file, root), 'utf8');
-          if (file !== 'domain/hash.ts' && /(?:function\s+sha256\w*\s*\(|const\s+sha256\w*\s*=\s*\()/.test(source)) offenders.push(`${file}: sha256 helper`);
-          if (file !== 'api/auth/ownKey.ts' && /parsePrivateKey\([^)]*\)[\s\S]{0,400}keys\.resolve\(/.test(source)) offenders.push(`${file}: private key check`);
-        }
+    for (const dir of ['api/', 'domain/', 'ledger/', 'activities/', 'workflows/', 'db/', 'net/']) {
+      for (const name of readdirSync(new URL(dir, root), { recursive: true }) as string[]) {
+        if (!name.endsWith('.ts')) continue;
+        const file = `${dir}${name}`;
+        const source = readFileSync(new URL(file, root), 'utf8');
+        if (file !== 'domain/hash.ts' && /(?:function\s+sha256\w*\s*\(|const\s+sha256\w*\s*=\s*\()/.test(source)) offenders.push(`${file}: sha256 helper`);
+        if (file !== 'api/auth/ownKey.ts' && /parsePrivateKey\([^)]*\)[\s\S]{0,400}keys\.resolve\(/.test(source)) offenders.push(`${file}: private key check`);
       }
-    };
-    for (const dir of ['api/', 'domain/', 'ledger/', 'activities/', 'workflows/', 'db/', 'net/']) walk(dir);
+    }
     expect(offenders).toEqual([]);
   });
 });
