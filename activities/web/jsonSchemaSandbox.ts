@@ -16,6 +16,7 @@ const SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const mod = require(workerData.ajvPath);
 const Ajv = mod.default || mod;
+parentPort.postMessage({ ready: true });
 try {
   const validate = new Ajv(workerData.options).compile(workerData.schema);
   const valid = validate(workerData.value) === true;
@@ -26,6 +27,8 @@ try {
 `;
 
 export const JSON_SCHEMA_DEADLINE_MS = 2_000;
+/** Starting a thread and loading ajv is not the poster's time: it has its own, generous bound. */
+export const THREAD_START_LIMIT_MS = 30_000;
 
 export function validateInThread(inputs: Pick<JsonSchemaInputs, 'schema' | 'dialect' | 'value'>, deadlineMs = JSON_SCHEMA_DEADLINE_MS): Promise<VerifierOutcome> {
   return new Promise((resolve) => {
@@ -42,8 +45,15 @@ export function validateInThread(inputs: Pick<JsonSchemaInputs, 'schema' | 'dial
       void worker.terminate();
       resolve(outcome);
     };
-    const timer = setTimeout(() => finish({ passed: false, reasons: [`the schema did not finish validating within ${deadlineMs} ms (check its patterns)`] }), deadlineMs);
-    worker.once('message', (m: { valid?: boolean; errors?: { instancePath?: string; message?: string }[]; failure?: string }) => {
+    // The deadline bounds compiling and validating only; it starts when the thread has loaded ajv,
+    // so a busy machine's slow thread start-up is not mistaken for a catastrophic pattern.
+    let timer = setTimeout(() => finish({ passed: false, reasons: ['the schema validator did not start'] }), THREAD_START_LIMIT_MS);
+    worker.on('message', (m: { ready?: boolean; valid?: boolean; errors?: { instancePath?: string; message?: string }[]; failure?: string }) => {
+      if (m.ready) {
+        clearTimeout(timer);
+        timer = setTimeout(() => finish({ passed: false, reasons: [`the schema did not finish validating within ${deadlineMs} ms (check its patterns)`] }), deadlineMs);
+        return;
+      }
       if (m.failure !== undefined) finish({ passed: false, reasons: [`verifierConfig.schema does not compile: ${m.failure}`] });
       else finish({ passed: m.valid === true, reasons: m.valid ? [] : ajvErrorReasons(m.errors ?? []) });
     });
