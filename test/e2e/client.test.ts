@@ -40,12 +40,12 @@ describe('packages/client against the real stack', () => {
     expect(cat.response.status).toBe(200);
     const names: string[] = (cat.data ?? []).map((t) => t.name);
     expect(names).toEqual(['bronze', 'silver', 'gold', 'platinum']);
-    const missing = await api.GET('/passport/{tokenId}/{serial}', { params: { path: { tokenId: ps.stack.deployment.passportTokenId, serial: 999_999 } } });
+    const missing = await api.GET('/passport/{tokenId}/{serial}', { params: { path: { tokenId: ps.stack.deployment.passportTokenId, serial: '999999' } } });
     expect(missing.response.status).toBe(404);
     expect(missing.error?.code).toBeTypeOf('string');
     // a body of the wrong shape does not compile: @ts-expect-error proves the types are checked
-    // @ts-expect-error tier must be one of the four tier names
-    const _typed: paths['/passport/request']['post']['requestBody']['content']['application/json'] = { tier: 'diamond' };
+    // @ts-expect-error tier is required in a passport request
+    const _typed: paths['/passport/request']['post']['requestBody']['content']['application/json'] = { endpoint: 'https://a.example' };
     expect(_typed).toBeDefined();
   });
 
