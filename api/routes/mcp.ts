@@ -11,15 +11,18 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { AgentPassportClient } from '../../packages/client/src/index.js';
 import { createAgentMcpServer } from '../../packages/client/src/mcpTools.js';
 
-/** fetch over app.inject: the tools' HTTP calls never leave the process. */
-export function injectFetch(app: FastifyInstance): typeof globalThis.fetch {
+/**
+ * fetch over app.inject: the tools' HTTP calls never leave the process, and count against the MCP
+ * caller's address (rate limit) rather than the loopback address all callers would share.
+ */
+export function injectFetch(app: FastifyInstance, remoteAddress: string): typeof globalThis.fetch {
   return async (input, init) => {
     const req = new Request(input as string | URL | Request, init);
     const url = new URL(req.url);
     const headers: Record<string, string> = {};
     req.headers.forEach((v, k) => (headers[k] = v));
     const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Buffer.from(await req.arrayBuffer());
-    const res = await app.inject({ method: req.method as 'GET', url: url.pathname + url.search, headers, ...(body?.length ? { payload: body } : {}) });
+    const res = await app.inject({ remoteAddress, method: req.method as 'GET', url: url.pathname + url.search, headers, ...(body?.length ? { payload: body } : {}) });
     const out = new Headers();
     for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) out.set(k, Array.isArray(v) ? v.join(', ') : String(v));
     return new Response(res.statusCode === 204 || res.statusCode === 304 ? null : res.rawPayload, { status: res.statusCode, headers: out });
@@ -27,9 +30,8 @@ export function injectFetch(app: FastifyInstance): typeof globalThis.fetch {
 }
 
 const mcpRoutes: FastifyPluginAsync = async (app) => {
-  const client = new AgentPassportClient({ baseUrl: 'http://mcp.internal', fetch: injectFetch(app) });
-
   app.post('/mcp', { schema: { hide: true } }, async (request, reply) => {
+    const client = new AgentPassportClient({ baseUrl: 'http://mcp.internal', fetch: injectFetch(app, request.ip) });
     const server = createAgentMcpServer(client, { signing: false });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();

@@ -4,7 +4,7 @@
  * JSON document on stdout for scripts. Exit code 1 on an API error (its body on stderr).
  */
 import { Command, Option } from 'commander';
-import { AgentPassportClient, ApiRequestError, type Tier } from './index.js';
+import { AgentPassportClient, ApiRequestError, type Query, type Tier } from './index.js';
 import { clientOptionsFrom, type ConfigInput } from './config.js';
 
 interface GlobalOptions extends ConfigInput {
@@ -102,7 +102,7 @@ directory
 directory
   .command('list')
   .option('--capability <cap>')
-  .action(act((c, o: { capability?: string }) => c.agents(o.capability ? { capability: o.capability } : {})));
+  .action(act((c, o: { capability?: string }) => c.agents({ capability: o.capability as Query<'/agents'>['capability'] })));
 program
   .command('search <query>')
   .description('Search agents and tasks')
@@ -151,7 +151,7 @@ task.command('show <taskId>').action(act((c, id: string) => c.task(id)));
 task
   .command('list')
   .option('--status <status>')
-  .action(act((c, o: { status?: string }) => c.tasks(o.status ? { status: o.status } : {})));
+  .action(act((c, o: { status?: string }) => c.tasks({ status: o.status as Query<'/market/tasks'>['status'] })));
 
 program
   .command('trust')

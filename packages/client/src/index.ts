@@ -16,6 +16,8 @@ import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '../../../domain/a2a
 export type { paths } from './schema.js';
 export type ApiClient = Client<paths>;
 type Json = Record<string, any>;
+/** The query parameters of a GET route. */
+export type Query<P extends keyof paths> = paths[P] extends { get: { parameters: { query?: infer Q } } } ? NonNullable<Q> : never;
 
 /** The agent's identity and key (key material stays in memory). */
 export interface AgentIdentity {
@@ -193,13 +195,16 @@ export class AgentPassportClient {
     return json;
   }
 
-  private async get(path: string): Promise<Json> {
-    return this.request('GET', path);
+  /** A typed openapi-fetch answer: its data, or ApiRequestError with the SPEC error body. */
+  private async read<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+    const { data, error, response } = await call;
+    if (!response.ok || data === undefined) throw new ApiRequestError(response.status, (error ?? {}) as Json);
+    return data;
   }
 
   // ---- passports and DIDs ----
   catalog() {
-    return this.get('/catalog');
+    return this.read(this.api.GET('/catalog'));
   }
   /** Buys a passport over x402 (pays the tier price in HBAR); on 202, waits for the active passport. */
   async buyPassport(tier: Tier = 'bronze', endpoint?: string): Promise<Json> {
@@ -218,27 +223,27 @@ export class AgentPassportClient {
     return this.request('POST', `/passport/${tokenId}/${serial}/upgrade`, { tier }, { sign: true, pay: true });
   }
   passport(tokenId: string, serial: number) {
-    return this.get(`/passport/${tokenId}/${serial}`);
+    return this.read(this.api.GET('/passport/{tokenId}/{serial}', { params: { path: { tokenId, serial: String(serial) } } }));
   }
   passportsOf(accountId: string) {
-    return this.get(`/passport/address/${accountId}`);
+    return this.read(this.api.GET('/passport/address/{address}', { params: { path: { address: accountId } } }));
   }
   resolveDid(did: string) {
-    return this.get(`/did/${encodeURIComponent(did)}`);
+    return this.read(this.api.GET('/did/{did}', { params: { path: { did } } }));
   }
 
   // ---- directory and search ----
   async register(entry: { name: string; capabilities: string[]; endpoint: string; skills?: string[]; description?: string; agentCard?: string }) {
     return this.request('POST', '/agents/register', { did: this.did, ...entry }, { sign: true });
   }
-  agents(query: Record<string, string | number> = {}) {
-    return this.get(`/agents${qs(query)}`);
+  agents(query: Query<'/agents'> = {}) {
+    return this.read(this.api.GET('/agents', { params: { query } }));
   }
   agent(did: string) {
-    return this.get(`/agents/${encodeURIComponent(did)}`);
+    return this.read(this.api.GET('/agents/{did}', { params: { path: { did } } }));
   }
-  search(q: string, query: Record<string, string | number> = {}) {
-    return this.get(`/api/search${qs({ q, ...query })}`);
+  search(q: string, query: Omit<Query<'/api/search'>, 'q'> = {}) {
+    return this.read(this.api.GET('/api/search', { params: { query: { q, ...query } } }));
   }
 
   // ---- A2A ----
@@ -257,11 +262,11 @@ export class AgentPassportClient {
     });
     return this.request('POST', '/a2a/send-signed', { ...message, txBytes }, { sign: true, poll: false });
   }
-  inbox(did?: string, query: Record<string, string | number> = {}) {
-    return this.get(`/a2a/inbox${qs({ did: did ?? this.did, ...query })}`);
+  inbox(did?: string, query: Omit<Query<'/a2a/inbox'>, 'did'> = {}) {
+    return this.read(this.api.GET('/a2a/inbox', { params: { query: { did: did ?? this.did, ...query } } }));
   }
-  conversation(a: string, b: string, query: Record<string, string | number> = {}) {
-    return this.get(`/a2a/conversation${qs({ a, b, ...query })}`);
+  conversation(a: string, b: string, query: Omit<Query<'/a2a/conversation'>, 'a' | 'b'> = {}) {
+    return this.read(this.api.GET('/a2a/conversation', { params: { query: { a, b, ...query } } }));
   }
 
   // ---- marketplace ----
@@ -269,11 +274,11 @@ export class AgentPassportClient {
   async postTask(task: { title: string; priceHbar: number; description?: string; capabilities?: string[]; deadline?: string; escrow?: boolean }) {
     return this.request('POST', '/market/tasks', { posterDid: this.did, escrow: false, ...task }, { sign: true });
   }
-  tasks(query: Record<string, string | number> = {}) {
-    return this.get(`/market/tasks${qs(query)}`);
+  tasks(query: Query<'/market/tasks'> = {}) {
+    return this.read(this.api.GET('/market/tasks', { params: { query } }));
   }
   task(taskId: string) {
-    return this.get(`/market/tasks/${encodeURIComponent(taskId)}`);
+    return this.read(this.api.GET('/market/tasks/{taskId}', { params: { path: { taskId } } }));
   }
   async claimTask(taskId: string) {
     return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/claim`, { claimerDid: this.did }, { sign: true });
@@ -305,13 +310,6 @@ export class AgentPassportClient {
 
   // ---- trust ----
   trustSnapshot(domain: string) {
-    return this.get(`/api/trust/${encodeURIComponent(domain)}`);
+    return this.read(this.api.GET('/api/trust/{domain}', { params: { path: { domain } } }));
   }
-}
-
-function qs(query: Record<string, string | number | undefined>): string {
-  const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) p.set(k, String(v));
-  const s = p.toString();
-  return s ? `?${s}` : '';
 }

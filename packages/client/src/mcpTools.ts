@@ -16,6 +16,7 @@ const taskId = z.string().min(1).max(64).describe('The task id (from post_task o
 const limit = z.number().int().min(1).max(100).optional().describe('Page size (default 20, max 100)');
 const offset = z.number().int().min(0).optional().describe('Items to skip');
 const tier = z.enum(['bronze', 'silver', 'gold', 'platinum']);
+const CAPABILITIES = ['api_call', 'data_consume', 'data_provide', 'payment', 'orchestration'] as const;
 
 async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
   try {
@@ -25,13 +26,6 @@ async function run(fn: () => Promise<unknown>): Promise<CallToolResult> {
     const text = err instanceof ApiRequestError ? JSON.stringify({ status: err.status, ...err.body }) : err instanceof Error ? err.message : String(err);
     return { isError: true, content: [{ type: 'text', text }] };
   }
-}
-
-function page(q: { limit?: number; offset?: number }): Record<string, number> {
-  const out: Record<string, number> = {};
-  if (q.limit !== undefined) out.limit = q.limit;
-  if (q.offset !== undefined) out.offset = q.offset;
-  return out;
 }
 
 /** Names of the tools that need no key (the whole set over HTTP on the shared API). */
@@ -88,27 +82,27 @@ export function createAgentMcpServer(client: AgentPassportClient, opts: { signin
       inputSchema: { q: z.string().min(1).max(200).describe('Search words'), type: z.enum(['agent', 'task']).optional().describe('Only one kind of result'), limit },
       annotations: ro,
     },
-    ({ q, type, limit }) => run(() => client.search(q, { ...(type ? { type } : {}), ...page({ limit }) })),
+    ({ q, type, limit }) => run(() => client.search(q, { type, limit })),
   );
   server.registerTool(
     'list_agents',
     {
       description: 'The agent directory: registered agents with name, capabilities, endpoint and passport.',
-      inputSchema: { capability: z.string().max(64).optional().describe('Only agents with this capability'), limit, offset },
+      inputSchema: { capability: z.enum(CAPABILITIES).optional().describe('Only agents with this capability'), limit, offset },
       annotations: ro,
     },
-    ({ capability, limit, offset }) => run(() => client.agents({ ...(capability ? { capability } : {}), ...page({ limit, offset }) })),
+    ({ capability, limit, offset }) => run(() => client.agents({ capability, limit, offset })),
   );
   server.registerTool('get_agent', { description: 'One directory entry by DID.', inputSchema: { did }, annotations: ro }, ({ did }) => run(() => client.agent(did)));
   server.registerTool(
     'read_inbox',
     { description: 'A2A messages received by a DID, newest first.', inputSchema: { did, limit, offset }, annotations: ro },
-    ({ did, limit, offset }) => run(() => client.inbox(did, page({ limit, offset }))),
+    ({ did, limit, offset }) => run(() => client.inbox(did, { limit, offset })),
   );
   server.registerTool(
     'read_conversation',
     { description: 'A2A messages between two DIDs, oldest first.', inputSchema: { a: did, b: did, limit, offset }, annotations: ro },
-    ({ a, b, limit, offset }) => run(() => client.conversation(a, b, page({ limit, offset }))),
+    ({ a, b, limit, offset }) => run(() => client.conversation(a, b, { limit, offset })),
   );
   server.registerTool(
     'list_tasks',
@@ -122,7 +116,7 @@ export function createAgentMcpServer(client: AgentPassportClient, opts: { signin
       },
       annotations: ro,
     },
-    ({ status, capability, limit, offset }) => run(() => client.tasks({ ...(status ? { status } : {}), ...(capability ? { capability } : {}), ...page({ limit, offset }) })),
+    ({ status, capability, limit, offset }) => run(() => client.tasks({ status, capability, limit, offset })),
   );
   server.registerTool('get_task', { description: 'One marketplace task with its status, price, parties and links.', inputSchema: { taskId }, annotations: ro }, ({ taskId }) =>
     run(() => client.task(taskId)),
