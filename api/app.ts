@@ -217,7 +217,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   await app.register(agentCardRoutes, { ctx });
   // trust snapshots, the rule catalog and the signature directory (issue 11); ownership from PostgreSQL when present
   await app.register(trustSnapshotRoutes, { ctx });
-  await app.register(rulesRoutes);
+  await app.register(rulesRoutes, { ctx });
   await app.register(wellKnownRoutes, { ctx });
   // registry keys, OAuth client credentials and the discovery documents (issue 12 part 1)
   if (registryClients) {

@@ -66,6 +66,8 @@ form label{display:block;margin:.8rem 0 .2rem;font-weight:600}
 form input,form textarea{width:100%;max-width:36rem;padding:.45rem;border:1px solid #b6bec8;border-radius:4px;font:inherit}
 form button{display:block;margin-top:1rem;padding:.5rem 1.2rem;font:inherit;border:0;border-radius:4px;background:#0a58ca;color:#fff;cursor:pointer}
 .note{color:#57606a;font-size:.92rem}
+.rule{border:1px solid #d8dde3;border-radius:6px;padding:.8rem 1rem;margin:.8rem 0}.rule h3{font-size:1.05rem;margin:0}
+.meta{color:#57606a;font-size:.9em}dt{font-weight:600}dd{margin:0 0 .5rem 0}
 `;
 
 /** A whole HTML page around `bodyHtml` (already safe HTML). `base` is the public base URL, no trailing slash. */

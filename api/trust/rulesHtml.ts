@@ -1,38 +1,12 @@
 /**
- * HTML of /rules and /rules/{id}: the agent-readiness rule catalog and the conventions a verifier
- * needs (canonical JSON, evidence, Merkle tree, signature). Plain server-rendered HTML with inline
- * CSS, no script. One small module so the content issue can move it under the common page layout.
+ * Page bodies of /rules and /rules/{id}: the agent-readiness rule catalog and the conventions a
+ * verifier needs (canonical JSON, evidence, Merkle tree, signature). The route wraps them in the
+ * one content layout (content/layout.ts), so /rules has the same navigation, canonical link and
+ * styles as every other page.
  */
+import { escapeHtml, type PageMeta } from '../../content/layout.js';
 import type { PublicRule } from '../../domain/trust/rules.js';
 import { GRADE_THRESHOLDS, SIGNATURE_ALGORITHM } from '../../domain/trust/snapshot.js';
-
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
-function page(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:58rem;margin:2rem auto;padding:0 1rem;line-height:1.5;color:#1b1f24}
-h1{font-size:1.7rem}h2{font-size:1.25rem;margin-top:2rem}h3{font-size:1.05rem;margin:0}
-code,pre{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;background:#f3f4f6;border-radius:4px}
-code{padding:.1em .3em}pre{padding:.8rem;overflow-x:auto}
-.rule{border:1px solid #d8dde3;border-radius:6px;padding:.8rem 1rem;margin:.8rem 0}
-.meta{color:#57606a;font-size:.9em}dt{font-weight:600}dd{margin:0 0 .5rem 0}
-table{border-collapse:collapse}td,th{border:1px solid #d8dde3;padding:.3rem .6rem;text-align:left}
-</style>
-</head>
-<body>
-${body}
-</body>
-</html>
-`;
-}
 
 function ruleBlock(rule: PublicRule, headingLink: boolean): string {
   const title = `${escapeHtml(rule.id)} &middot; ${escapeHtml(rule.title)}`;
@@ -77,19 +51,28 @@ lower-case hex of 64 bytes, of the <em>32 raw bytes</em> of the snapshot hash (n
 rules / weight of all rules); the grade is ${GRADE_THRESHOLDS.map((g) => `${g.grade} from ${g.min}`).join(', ')}, F below.</li>
 </ol>`;
 
-export function renderRulesPage(rules: readonly PublicRule[], profile: { version: string; hash: string }): string {
+export interface RenderedPage {
+  meta: PageMeta;
+  /** safe HTML for the layout's main element */
+  body: string;
+}
+
+export function renderRulesPage(rules: readonly PublicRule[], profile: { version: string; hash: string }): RenderedPage {
   const total = rules.reduce((s, r) => s + r.weight, 0);
-  return page(
-    'Agent-readiness rules',
-    `<h1>Agent-readiness rules</h1>
+  return {
+    meta: { path: '/rules', title: 'Agent-readiness rules', description: `The ${rules.length} agent-readiness rules a trust snapshot checks, their weights, and how to verify a snapshot's hashes and signature.` },
+    body: `<h1>Agent-readiness rules</h1>
 <p>The ${rules.length} rules a trust snapshot (<code>GET /api/trust/{domain}</code>) checks on a domain, with their weights
 (total ${total}). Profile version <code>${escapeHtml(profile.version)}</code>, profile hash <code>${escapeHtml(profile.hash)}</code>
 (<a href="/rules.json">JSON</a>). Jump to <a href="#verify">how to verify a snapshot</a>.</p>
 ${rules.map((r) => ruleBlock(r, true)).join('\n')}
 ${CONVENTIONS}`,
-  );
+  };
 }
 
-export function renderRulePage(rule: PublicRule): string {
-  return page(`${rule.id} ${rule.title}`, `<p><a href="/rules">&larr; all rules</a></p>\n<h1>${escapeHtml(rule.id)}</h1>\n${ruleBlock(rule, false)}`);
+export function renderRulePage(rule: PublicRule): RenderedPage {
+  return {
+    meta: { path: `/rules/${rule.id}`, title: `${rule.id} ${rule.title}`, description: `${rule.id}: ${rule.why}`.slice(0, 300) },
+    body: `<p><a href="/rules">&larr; all rules</a></p>\n<h1>${escapeHtml(rule.id)}</h1>\n${ruleBlock(rule, false)}`,
+  };
 }
