@@ -4,7 +4,7 @@
  * sees their schemas) and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { compiledSerializerCompiler } from './serializer.js';
 import type { AppContext } from './context.js';
@@ -47,6 +47,7 @@ import contentRoutes from './routes/content.js';
 import { registryClientsFor } from './routes/registry/clients.js';
 import { publicBase } from './passportViews.js';
 import mcpRoutes from './routes/mcp.js';
+import { AccessLog, lazyChildLogger } from './requestLogger.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -80,22 +81,6 @@ declare module 'fastify' {
   }
 }
 
-/**
- * One access line per answer instead of Fastify's two per request (issue 8, "keep the plugin chain
- * cheap"): no 'incoming request' line; 'request completed' (or 'request errored') carries the
- * method, URL, status and response time, and like every line of the request its request id.
- */
-class AccessLogOnly extends LogController {
-  override incomingRequest(): void {}
-
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (this.isLogDisabled(request)) return;
-    const line = { method: request.method, url: request.url, statusCode: reply.statusCode, responseTime: reply.elapsedTime };
-    if (error) reply.log.error({ ...line, err: error }, 'request errored');
-    else reply.log.info(line, 'request completed');
-  }
-}
-
 export interface BuildAppOptions {
   logger?: boolean | object;
 }
@@ -125,8 +110,10 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     // Malformed percent-encoding in the path, over-long path parameters: 400 in the error schema.
     frameworkErrors: (error, request, reply) => answerFrameworkError(request.server, error, request, reply),
     routerOptions: { ignoreTrailingSlash: true },
-    // One access line per answer ('request completed'/'request errored') instead of two per request.
-    logController: new AccessLogOnly(),
+    // One access line per answer instead of two per request; successes at debug unless slow (api/requestLogger.ts).
+    logController: new AccessLog(ctx.config.ACCESS_LOG_SLOW_MS),
+    // A request's pino child is made only when it logs something (api/requestLogger.ts).
+    ...(logger === false ? {} : { childLoggerFactory: lazyChildLogger }),
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

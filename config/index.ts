@@ -25,6 +25,8 @@ export function isEd25519PrivateKey(text: string): boolean {
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Successful answers slower than this get their access line at info; faster ones at debug (docs/benchmarks.md). */
+  ACCESS_LOG_SLOW_MS: z.coerce.number().int().min(0).default(500),
 
   // HTTP API
   HOST: z.string().default('127.0.0.1'),
