@@ -114,6 +114,26 @@ describe('MCP server (SDK Client over streamable HTTP and stdio)', () => {
       expect(await call(stdio, 'whoami')).toEqual({ did: alice.did });
     });
 
+    it('without AGENT_PRIVATE_KEY the stdio server offers only the read-only tools', async () => {
+      const ro = new Client({ name: 'mcp-test-stdio-ro', version: '1.0.0' });
+      await ro.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [path.join(root, 'packages', 'client', 'bin', 'agent-passport-mcp.mjs')],
+          cwd: root,
+          stderr: 'pipe',
+          env: { PATH: process.env.PATH ?? '', AGENT_PASSPORT_URL: ps.baseUrl, LOCALNET_CONFIG_PATH: path.join(root, 'no-such-deployment.json') },
+        }),
+      );
+      try {
+        const { tools } = await ro.listTools();
+        expect(tools.map((t) => t.name).sort()).toEqual([...READ_ONLY_TOOLS].sort());
+        expect(await call(ro, 'get_agent', { did: bob.did })).toMatchObject({ name: 'mcp-bob' });
+      } finally {
+        await ro.close();
+      }
+    });
+
     it('buys a passport (paid), sends a message, runs a task to completion (the claimer is paid)', async () => {
       const before = (await ps.stack.ledger.mirror.getHbarBalance(alice.accountId))!;
       const passport = await call(stdio, 'buy_passport', { tier: 'bronze' });
