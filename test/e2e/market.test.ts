@@ -468,6 +468,33 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     }
   });
 
+  it('a step route decides on the last written step (PostgreSQL), never on a memory copy that is a step behind', async () => {
+    const ledger = { ...ps.stack.ledger };
+    const second = await buildTestApp({ ...ps.stack.env, TEMPORAL_TASK_QUEUE: ps.t.taskQueue, RATE_LIMIT_MAX: '100000' }, { sql: ps.sql, ledger, temporal: async () => ps.t.client });
+    try {
+      const task = await postTask({ title: 'stale memory' });
+      // this instance's memory keeps the task as posted (a NOTIFY that never arrives)
+      const book = marketState({ ledger } as never).book;
+      await book.ready();
+      const stale = { ...task, status: 'posted', claimerDid: null } as never;
+      book.get = () => stale;
+      expect((await signed(`/market/tasks/${task.taskId}/claim`, claimer, { claimerDid: claimer.did })).status).toBe(200);
+      const step = (path: string, body: Json) => second.inject({ method: 'POST', url: `/market/tasks/${task.taskId}/${path}`, payload: body });
+      const delivered = await step('deliver-with-key', { claimerDid: claimer.did, claimerPrivateKey: claimer.privateKey, resultBody: 'done' });
+      expect(delivered.statusCode, delivered.body).toBe(200);
+      expect(delivered.json().status).toBe('delivered');
+      // a second claim is refused from the written state (409), not accepted from the stale 'posted'
+      const again = await step('claim-with-key', { claimerDid: other.did, claimerPrivateKey: other.privateKey });
+      expect(again.statusCode).toBe(409);
+      expect(again.json().code).toBe('market_task_already_claimed');
+      const paid = await step('complete-with-key', { posterDid: poster.did, posterPrivateKey: poster.privateKey });
+      expect(paid.statusCode, paid.body).toBe(200);
+      expect(paid.json().status).toBe('completed');
+    } finally {
+      await second.close();
+    }
+  });
+
   it('a step still running after the bounded wait answers 202 with the task link; the task follows once a worker runs', async () => {
     const state = marketState({ ledger: ps.stack.ledger } as never);
     worker.worker.shutdown();
