@@ -9,7 +9,8 @@
  *     and chain events written through the same queries as the product, so their NOTIFYs fire),
  *     and autocannon;
  *   - `serve-app`: the real app built by buildApp, as api/server.ts builds it (every plugin on:
- *     request id, security headers, CORS, rate limit raised to 10^9, logger at info into /dev/null);
+ *     request id, security headers, CORS, rate limit raised to 10^9, logger at info into /dev/null:
+ *     successes write no access line at info, BENCH_LOG_LEVEL=debug writes one per answer);
  *   - `serve-bare`: bare Fastify, one route per path answering the very JSON the app answered
  *     (parsed once, serialised by Fastify's default JSON path), no plugins.
  * Before measuring it checks that both answer byte-identical bodies. Then for each route: app and
