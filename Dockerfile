@@ -2,6 +2,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# the workspace package (packages/client) must be known to npm before the install
+COPY packages/client/package.json packages/client/
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
@@ -10,6 +12,7 @@ FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0
 COPY package.json package-lock.json ./
+COPY packages/client/package.json packages/client/
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/contracts/artifacts ./contracts/artifacts
