@@ -7,6 +7,7 @@
  */
 import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ChainEventSource, IndexerActivities } from '../activities/evm/indexer.js';
+import { HEARTBEAT_TIMEOUT_MS } from './activityOptions.js';
 
 export interface ChainIndexerInput {
   chainId: number;
@@ -40,6 +41,8 @@ export function chainIndexerWorkflowId(chainId: number, source: ChainEventSource
 export async function chainIndexer(input: ChainIndexerInput): Promise<ChainIndexerResult> {
   const { fetchAndStore } = proxyActivities<IndexerActivities>({
     startToCloseTimeout: '2 minutes',
+    // a SIGKILLed worker's attempt is retried after this (the keep-alive heartbeats every activity)
+    heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
     retry: {
       initialInterval: input.retryInitialIntervalMs ?? 1_000,
       maximumInterval: input.retryMaximumIntervalMs ?? 30_000,

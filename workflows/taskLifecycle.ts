@@ -36,6 +36,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import type { MarketLedgerActivities } from '../activities/ledger/market.js';
 import type { TaskDbActivities } from '../activities/db/tasks.js';
 import { parseHederaDid } from '../domain/did.js';
+import { HEARTBEAT_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 import {
   hbarToTinybars,
   increaseRefusal,
@@ -114,12 +115,14 @@ function ledgerHint(status: string): string {
 
 export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskRecord> {
   const t = input.timings ?? {};
-  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? 30_000, backoffCoefficient: 2 };
+  const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2 };
   const startToCloseTimeout = t.activityTimeoutMs ?? 120_000;
-  const ledger = proxyActivities<MarketLedgerActivities>({ startToCloseTimeout, retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? 20 } });
+  /** a SIGKILLed worker's attempt is retried after HEARTBEAT_TIMEOUT_MS (the keep-alive heartbeats every activity) */
+  const heartbeatTimeout = HEARTBEAT_TIMEOUT_MS;
+  const ledger = proxyActivities<MarketLedgerActivities>({ startToCloseTimeout, heartbeatTimeout, retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? LEDGER_MAX_ATTEMPTS } });
   /** topic messages and the projection must eventually happen: retried until they do */
-  const durable = proxyActivities<MarketLedgerActivities & TaskDbActivities>({ startToCloseTimeout, retry });
-  const verifier = proxyActivities<TaskVerifierActivities>({ startToCloseTimeout: 60_000, retry: { ...retry, maximumAttempts: 3 } });
+  const durable = proxyActivities<MarketLedgerActivities & TaskDbActivities>({ startToCloseTimeout, heartbeatTimeout, retry });
+  const verifier = proxyActivities<TaskVerifierActivities>({ startToCloseTimeout: 60_000, heartbeatTimeout, retry: { ...retry, maximumAttempts: 3 } });
   const lifetimeMs = t.scheduleLifetimeMs ?? DEFAULT_SCHEDULE_LIFETIME_MS;
   const renewLeadMs = Math.min(t.renewLeadMs ?? DEFAULT_RENEW_LEAD_MS, Math.floor(lifetimeMs / 2));
   const maxRenewals = t.maxRenewals ?? Number.MAX_SAFE_INTEGER;
