@@ -26,7 +26,7 @@ import { temporalClient } from '../../workflowCalls.js';
 import { isCatalogCode } from '../../../domain/errors.js';
 import { parseHederaDid, type HederaDid } from '../../../domain/did.js';
 import { refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from '../../../domain/market.js';
-import { findActivePassportByAccount } from '../../../db/queries/passports.js';
+import { heldActivePassport } from '../../heldPassport.js';
 import { findTask } from '../../../db/queries/tasks.js';
 import { clientNodeAccountIds } from '../../../ledger/client.js';
 import { TASK_REFUSAL_TYPE, taskWorkflowId, type ScheduleSignBytes, type TaskTimings } from '../../../workflows/taskTypes.js';
@@ -177,17 +177,7 @@ export function partyOf(ctx: AppContext, did: string, field: string): HederaDid 
 
 /** 403 passport_not_found unless the DID's passport is active in the projection and held by it on the ledger. */
 export async function requireActivePassport(ctx: AppContext, party: HederaDid, role: string): Promise<void> {
-  const ledger = ctx.ledger!;
-  const row = await findActivePassportByAccount(ctx.sql!, ledger.deployment.network, party.accountId);
-  let holder: string | null = null;
-  if (row) {
-    try {
-      holder = await ledger.mirror.getNftHolder(row.token_id, Number(row.serial));
-    } catch {
-      throw new ApiError('service_unavailable', 'The ledger mirror is unavailable, so the passport cannot be checked', { hint: 'Retry after 30 seconds' });
-    }
-  }
-  if (!row || holder !== party.accountId) {
+  if (!(await heldActivePassport(ctx, party.accountId))) {
     throw new ApiError('passport_not_found', `The ${role} ${party.did} has no active passport (missing or revoked)`, {
       status: 403,
       hint: 'Buy a passport with POST /passport/request first',
