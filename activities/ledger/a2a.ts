@@ -11,7 +11,7 @@ import { createLedgerClient } from '../../ledger/client.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import { IdempotentSubmitter } from '../../ledger/submit.js';
 import type { LedgerActivityDeps } from '../index.js';
-import { ledgerCall } from './passports.js';
+import { ledgerCall } from './ledgerCall.js';
 
 export interface SubmitA2aChunksInput {
   /** base of the chunks' idempotency keys (the workflow id) */

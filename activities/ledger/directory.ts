@@ -11,7 +11,7 @@ import { buildTopicMessage } from '../../ledger/operations.js';
 import type { MirrorTopicMessage } from '../../ledger/mirror.js';
 import { replaceDirectory } from '../../db/queries/agents.js';
 import type { LedgerActivityDeps } from '../index.js';
-import { ledgerCall } from './passports.js';
+import { ledgerCall } from './ledgerCall.js';
 
 export interface TopicWrite {
   transactionId: string;

@@ -23,7 +23,7 @@ import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import { buildScheduleCreate, buildScheduleDelete, buildTopicMessage } from '../../ledger/operations.js';
 import { AccountId, Hbar, HbarUnit, Long, Transaction, TransferTransaction } from '@hashgraph/sdk';
 import type { LedgerActivityDeps } from '../index.js';
-import { ledgerCall } from './passports.js';
+import { ledgerCall } from './ledgerCall.js';
 
 export interface EscrowScheduleInput {
   idempotencyKey: string;
@@ -51,31 +51,6 @@ export interface ScheduleDeleteOutcome {
   executed: boolean;
   /** the schedule was already gone (expired or deleted) */
   gone: boolean;
-}
-
-/** Statuses of failures the ledger adapter could not classify: no ledger answer, no known transport condition. */
-const UNCLASSIFIED = new Set(['INTERNAL', 'UNKNOWN_GRPC']);
-
-/**
- * ledgerCall for a write through the idempotent submitter (or a read). Such a write is safe to retry whatever
- * went wrong: the record under its key decides on the next attempt (the receipt, the mirror, a
- * re-send of the same bytes, or a replacement once the old bytes provably never ran). So a failure
- * the adapter could not classify (LedgerError INTERNAL: a gRPC INTERNAL from an overloaded node, a
- * database error around the record) is retried like a transport failure instead of failing the
- * task's step at once; the statuses the ledger itself answered (precheck, consensus) stay final.
- * Under machine load these unclassified failures were what made a deliver or complete Update
- * answer 502 "Activity task failed" (bench/market.ts).
- */
-export async function idempotentCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  return ledgerCall(what, async () => {
-    try {
-      return await fn();
-    } catch (err) {
-      const le = err instanceof LedgerError ? err : toLedgerError(err);
-      if (le.retryable || !UNCLASSIFIED.has(le.status)) throw le;
-      throw new LedgerError(le.status, le.message, { retryable: true, phase: le.phase, transactionId: le.transactionId, hint: le.hint, cause: err });
-    }
-  });
 }
 
 const tinybars = (n: string | bigint) => Hbar.from(Long.fromString(BigInt(n).toString()), HbarUnit.Tinybar);
@@ -115,7 +90,7 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
   }
 
   async function createEscrowSchedule(input: EscrowScheduleInput): Promise<{ scheduleId: string; transactionId: string }> {
-    const r = await idempotentCall('escrow schedule', () =>
+    const r = await ledgerCall('escrow schedule', () =>
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'schedule_create',
@@ -149,9 +124,9 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
         const o = await scheduledOutcome(input.scheduleId);
         return { transactionId: le.transactionId ?? '', ...o };
       }
-      return idempotentCall('schedule sign', () => Promise.reject(le));
+      return ledgerCall('schedule sign', () => Promise.reject(le));
     }
-    const o = await idempotentCall('schedule state', () => scheduledOutcome(input.scheduleId));
+    const o = await ledgerCall('schedule state', () => scheduledOutcome(input.scheduleId));
     return { transactionId, ...o };
   }
 
@@ -162,16 +137,16 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
     } catch (err) {
       const le = err instanceof LedgerError ? err : toLedgerError(err);
       if (le.status === 'SCHEDULE_ALREADY_EXECUTED') {
-        const o = await idempotentCall('schedule state', () => scheduledOutcome(input.scheduleId));
+        const o = await ledgerCall('schedule state', () => scheduledOutcome(input.scheduleId));
         return { deleted: false, executed: o.executed, gone: false };
       }
       if (le.status === 'SCHEDULE_ALREADY_DELETED' || le.status === 'INVALID_SCHEDULE_ID') return { deleted: false, executed: false, gone: true };
-      return idempotentCall('schedule delete', () => Promise.reject(le));
+      return ledgerCall('schedule delete', () => Promise.reject(le));
     }
   }
 
   async function payoutEscrow(input: { idempotencyKey: string; taskId: string; claimerAccountId: string; claimerTinybars: string; feeTinybars: string }): Promise<{ transactionId: string }> {
-    const r = await idempotentCall('escrow payout', () =>
+    const r = await ledgerCall('escrow payout', () =>
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'hbar_transfer',
@@ -190,7 +165,7 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
   }
 
   async function refundEscrow(input: { idempotencyKey: string; taskId: string; posterAccountId: string; amountTinybars: string }): Promise<{ transactionId: string }> {
-    const r = await idempotentCall('escrow refund', () =>
+    const r = await ledgerCall('escrow refund', () =>
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'hbar_transfer',
@@ -201,14 +176,14 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
   }
 
   async function submitDirectTransfer(input: { idempotencyKey: string; signedBytes: string }): Promise<{ transactionId: string }> {
-    const r = await idempotentCall('direct payment', () =>
+    const r = await ledgerCall('direct payment', () =>
       submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'hbar_transfer', build: () => Transaction.fromBytes(Buffer.from(input.signedBytes, 'base64')) }),
     );
     return { transactionId: r.transactionId };
   }
 
   async function publishTaskMessage(input: { idempotencyKey: string; message: TaskMessage }): Promise<{ transactionId: string; sequenceNumber: number | null }> {
-    const r = await idempotentCall('marketplace message', () =>
+    const r = await ledgerCall('marketplace message', () =>
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'topic_message',

@@ -11,6 +11,7 @@ import { encodePassportMetadata } from '../../domain/passportMetadata.js';
 import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
+import { ledgerCall } from './ledgerCall.js';
 import {
   buildBurnNft,
   buildFreezeAccount,
@@ -27,22 +28,6 @@ import { recordAuditEvents } from '../../db/queries/auditEvents.js';
 import { parseAuditMessage } from '../../domain/auditEvents.js';
 import type { PassportAuditEvent } from '../../workflows/passportIds.js';
 import type { LedgerActivityDeps } from '../index.js';
-
-export const LEDGER_FAILURE_PREFIX = 'LedgerError.';
-
-/** Runs a ledger call; final ledger errors become non-retryable failures the workflow can act on. */
-export async function ledgerCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    const le = err instanceof LedgerError ? err : toLedgerError(err);
-    const message = `${what}: ${le.status}${le.hint ? ` (${le.hint})` : ''}`;
-    if (!le.retryable) {
-      throw ApplicationFailure.create({ message, type: `${LEDGER_FAILURE_PREFIX}${le.status}`, nonRetryable: true, details: [{ status: le.status, transactionId: le.transactionId ?? null }] });
-    }
-    throw ApplicationFailure.create({ message, type: 'LedgerRetryable', nonRetryable: false, details: [{ status: le.status }] });
-  }
-}
 
 export interface MintPassportInput {
   idempotencyKey: string;

@@ -10,7 +10,7 @@ import { buildTopicMessage } from '../../ledger/operations.js';
 import { markSponsoredFailed, recordSponsoredWrite } from '../../db/queries/registryKeys.js';
 import type { LedgerActivityDeps } from '../index.js';
 import type { TopicWrite } from './directory.js';
-import { ledgerCall } from './passports.js';
+import { ledgerCall } from './ledgerCall.js';
 
 export function createRegistryActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
   const { sql } = deps;

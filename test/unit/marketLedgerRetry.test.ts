@@ -1,12 +1,12 @@
 /**
- * The market's ledger activities retry what the ledger adapter could not classify: a write through
+ * Ledger activities retry what the ledger adapter could not classify: a write through
  * the idempotent submitter is safe to repeat, so a gRPC INTERNAL from an overloaded node or a
  * database error around the submission record must not fail a task's step (it made deliver and
  * complete answer 502 "Activity task failed" under machine load); a status the ledger answered stays final.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { idempotentCall } from '../../activities/ledger/market.js';
+import { ledgerCall } from '../../activities/ledger/ledgerCall.js';
 import { LedgerError } from '../../ledger/errors.js';
 
 async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
@@ -18,12 +18,12 @@ async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
   return err as ApplicationFailure;
 }
 
-describe('idempotentCall (market ledger activities)', () => {
+describe('ledgerCall (every ledger activity)', () => {
   it('an unclassified failure is a retryable activity failure', async () => {
     const grpcInternal = Object.assign(new Error('13 INTERNAL: Received RST_STREAM with code 2'), { name: 'GrpcServiceError', status: { valueOf: () => 13 } });
     const database = new Error('write CONNECTION_CLOSED 127.0.0.1:5432');
     for (const err of [grpcInternal, database, new LedgerError('INTERNAL', 'unexpected')]) {
-      const f = await failureOf(idempotentCall('escrow payout', () => Promise.reject(err)));
+      const f = await failureOf(ledgerCall('escrow payout', () => Promise.reject(err)));
       expect(f.nonRetryable, err.message).toBe(false);
       expect(f.type).toBe('LedgerRetryable');
       expect(f.message).toContain('escrow payout: INTERNAL');
@@ -35,12 +35,12 @@ describe('idempotentCall (market ledger activities)', () => {
       new LedgerError('INSUFFICIENT_ACCOUNT_BALANCE', 'reached consensus with INSUFFICIENT_ACCOUNT_BALANCE', { phase: 'receipt' }),
       new LedgerError('INVALID_SIGNATURE', 'precheck failed: INVALID_SIGNATURE', { phase: 'precheck' }),
     ]) {
-      const f = await failureOf(idempotentCall('direct payment', () => Promise.reject(err)));
+      const f = await failureOf(ledgerCall('direct payment', () => Promise.reject(err)));
       expect(f.nonRetryable).toBe(true);
       expect(f.type).toBe(`LedgerError.${err.status}`);
     }
-    const busy = await failureOf(idempotentCall('marketplace message', () => Promise.reject(new LedgerError('BUSY', 'busy'))));
+    const busy = await failureOf(ledgerCall('marketplace message', () => Promise.reject(new LedgerError('BUSY', 'busy'))));
     expect(busy.nonRetryable).toBe(false);
-    expect(await idempotentCall('marketplace message', async () => 7)).toBe(7);
+    expect(await ledgerCall('marketplace message', async () => 7)).toBe(7);
   });
 });
