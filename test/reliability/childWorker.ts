@@ -27,29 +27,61 @@ export function databaseUrlOf(sql: Sql): string {
 }
 
 /** Starts `worker/index.ts` with the given environment; resolves once it polls its task queue. */
-export async function startChildWorker(env: Record<string, string>, readyTimeoutMs = 120_000): Promise<ChildWorker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'worker', 'index.ts')], {
+export function startChildWorker(env: Record<string, string>, readyTimeoutMs = 120_000): Promise<ChildWorker> {
+  return startChildProcess({ entry: path.join(root, 'worker', 'index.ts'), env, readyText: 'worker polling task queue', readyTimeoutMs, name: 'worker' });
+}
+
+export interface ChildProcessOptions {
+  /** a TypeScript entry file, run with `node --import tsx` */
+  entry: string;
+  env: Record<string, string>;
+  /** ready once the output contains this text */
+  readyText?: string;
+  /** or once this resolves true (polled every 200 ms) */
+  ready?: () => Promise<boolean>;
+  readyTimeoutMs?: number;
+  /** open an IPC channel (child.send) */
+  ipc?: boolean;
+  name?: string;
+}
+
+/** Starts a TypeScript entry as a child process (its own minimal environment) and waits until it is ready. */
+export async function startChildProcess(o: ChildProcessOptions): Promise<ChildWorker> {
+  const name = o.name ?? path.basename(o.entry);
+  const readyTimeoutMs = o.readyTimeoutMs ?? 120_000;
+  const child = spawn(process.execPath, ['--import', 'tsx', o.entry], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'test', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'test', LOG_LEVEL: 'warn', ...o.env },
+    stdio: o.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker not polling after ${readyTimeoutMs} ms:\n${out}`)), readyTimeoutMs);
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve();
+    };
+    const timer = setTimeout(() => finish(new Error(`${name} not ready after ${readyTimeoutMs} ms:\n${out}`)), readyTimeoutMs);
     const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('worker polling task queue')) {
-        clearTimeout(timer);
-        resolve();
-      }
+      out = (out + chunk.toString()).slice(-65_536); // the last 64 KiB: long chaos runs
+      if (o.readyText && out.includes(o.readyText)) finish();
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`worker exited (${code}) before polling:\n${out}`));
-    });
+    void exited.then((code) => finish(new Error(`${name} exited (${code}) before it was ready:\n${out}`)));
+    if (o.ready) {
+      const probe = o.ready;
+      void (async () => {
+        while (!done) {
+          if (await probe().catch(() => false)) return finish();
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })();
+    }
   });
   return {
     child,
