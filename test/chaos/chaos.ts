@@ -196,8 +196,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       if (r?.status !== 200) return null;
       return { 'x-service-did': agent.did, 'x-service-challenge': r.body.challenge, 'x-service-signature': signChallenge(agent, r.body.challenge) };
     };
-    /** a non-final answer: retry the same request */
-    const again = (a: Answer | null) => !a || a.status === 202 || a.status === 429 || a.status >= 500;
+    /** a non-final answer: retry the same request (as the error schema's `retryable` says) */
+    const again = (a: Answer | null) => !a || a.status === 202 || a.status === 429 || a.status >= 500 || a.body.retryable === true;
     let refusals = 0;
     const refused = (what: string, a: Answer) => {
       refusals++;
@@ -271,9 +271,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const a = await ask('POST', `/market/tasks/${taskId}/${name}`, body, headers);
         if (again(a)) continue;
         if (a!.status === 200) return true;
-        const now = await taskStatus(taskId);
-        if (now && reached(now)) return true;
-        if (now === undefined) continue; // the read failed: ask again
+        // a refusal after a lost answer ("is delivered; deliver needs claimed"): the earlier try went
+        // through and the projection the reads come from may be a moment behind the workflow
+        for (let look = 0; look < 20; look++) {
+          const now = await taskStatus(taskId);
+          if (now && reached(now)) return true;
+          await sleep(500);
+        }
         refused(`${name} ${taskId}`, a!);
         return false;
       }
