@@ -341,6 +341,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         while (done < threshold && done < total) await sleep(100);
         if (done >= total) break;
         await sleep(rand() * 1_500);
+        if (done >= total) break;
         if (o.faults && rand() < 0.6) {
           const kind = pick(['busy', 'unavailable', 'delay'] as const);
           const q = kind === 'busy' ? `n=${1 + Math.floor(rand() * 5)}` : `seconds=${1 + Math.floor(rand() * 4)}`;
