@@ -14,7 +14,7 @@ import { joinTopicMessages, toMirrorTransactionId } from '../../ledger/mirror.js
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
 import { testConfig } from '../support/app.js';
-import { ADMIN_TOKEN, getJson, paidPost, recordFixture, startPassportStack, type PassportStack } from './passportHarness.js';
+import { ADMIN_TOKEN, getJson, recordFixture, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
 type Json = Record<string, any>;
 
@@ -75,7 +75,7 @@ describe('A2A messaging end to end (localnet topic, Temporal workflow, inbox pro
     topicId = ps.stack.deployment.topics.a2a;
     node = ps.stack.localnet.config.node;
     for (const a of [alice, bob, carol, revoked]) {
-      const r = await paidPost(ps, a, '/passport/request', { tier: 'bronze' });
+      const r = await buyPassport(ps, a, { tier: 'bronze' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       if (a === revoked) {
         const rv = await post('/admin/revoke', { tokenId: r.body.tokenId, serial: r.body.serialNumber }, { authorization: `Bearer ${ADMIN_TOKEN}` });

@@ -15,7 +15,7 @@ import { parseDirectoryMessage } from '../../domain/directory.js';
 import { buildTestApp } from '../support/app.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { eventually } from '../support/eventually.js';
-import { ADMIN_TOKEN, getJson, paidPost, recordFixture, signedPost, startPassportStack, type PassportStack } from './passportHarness.js';
+import { ADMIN_TOKEN, getJson, paidPost, recordFixture, signedPost, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
 interface Instance {
   app: FastifyInstance;
@@ -75,7 +75,7 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     // passports: 0 bronze, 1 gold, 2 silver, 3 bronze, 4 bronze (revoked before it registers)
     const tiers = ['bronze', 'gold', 'silver', 'bronze', 'bronze'] as const;
     for (let i = 0; i < tiers.length; i++) {
-      const r = await paidPost(ps, agents[i], '/passport/request', { tier: tiers[i] });
+      const r = await buyPassport(ps, agents[i], { tier: tiers[i] });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       passports.set(agents[i].did, { tokenId: r.body.tokenId, serialNumber: r.body.serialNumber });
     }
@@ -199,7 +199,7 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     // agent 5 buys a passport; the service unfreezes it and agent 5 moves the NFT to agent 4 on the
     // ledger: the projection still names agent 5, the ledger's holder is agent 4.
     const mover = agents[5];
-    const bought = await paidPost(ps, mover, '/passport/request', { tier: 'bronze' });
+    const bought = await buyPassport(ps, mover, { tier: 'bronze' });
     expect(bought.status, JSON.stringify(bought.body)).toBe(200);
     const { tokenId, serialNumber } = bought.body as { tokenId: string; serialNumber: number };
     await freezeAccount(ps.stack.ledger.client, { tokenId, accountId: mover.accountId, frozen: false });

@@ -15,7 +15,7 @@ import { taskWorkflowId } from '../../workflows/taskTypes.js';
 import { temporal } from '@temporalio/proto';
 import { parsePrivateKey } from '../../ledger/keys.js';
 import { buildTestApp } from '../support/app.js';
-import { getJson, paidPost, recordFixture, startPassportStack, type PassportStack } from './passportHarness.js';
+import { getJson, recordFixture, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
 type Json = Record<string, any>;
 const TINY = 100_000_000n;
@@ -82,7 +82,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     worker = await ps.startWorker();
     [poster, claimer, other, nobody] = ps.agents;
     for (const a of [poster, claimer, other]) {
-      const r = await paidPost(ps, a, '/passport/request', { tier: 'bronze' });
+      const r = await buyPassport(ps, a, { tier: 'bronze' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     feeBps = Number(ps.stack.env.MARKET_FEE_BPS ?? 250);

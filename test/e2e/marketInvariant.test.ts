@@ -9,7 +9,7 @@ import { marketState } from '../../api/routes/market/shared.js';
 import { hbarToTinybars, payoutOf } from '../../domain/market.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { testConfig } from '../support/app.js';
-import { getJson, paidPost, startPassportStack, type PassportStack } from './passportHarness.js';
+import { getJson, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
 type Json = Record<string, any>;
 
@@ -107,7 +107,7 @@ describe('marketplace money invariant', () => {
     await ps.startWorker();
     posters = [ps.agents[0], ps.agents[1]]; // ED25519 and ECDSA
     claimers = [ps.agents[2], ps.agents[3]];
-    for (const a of [...posters, ...claimers]) ok(await paidPost(ps, a, '/passport/request', { tier: 'bronze' }));
+    for (const a of [...posters, ...claimers]) ok(await buyPassport(ps, a, { tier: 'bronze' }));
   });
   afterAll(async () => {
     await ps?.stop();

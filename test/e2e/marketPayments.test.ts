@@ -16,7 +16,7 @@ import { singleBodyBytes } from '../../ledger/transferCheck.js';
 import { createTaskVerifierActivities } from '../../activities/web/taskVerifier.js';
 import { claimUpdate, deliverUpdate, taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
-import { paidPost, startPassportStack, type PassportStack } from './passportHarness.js';
+import { startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
 type Json = Record<string, any>;
 const FEE_BPS = 250;
@@ -119,7 +119,7 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
     treasury = ps.stack.deployment.treasury;
     // the poster's passport is checked on the ledger by prepare-payment (bought over x402 as agents do)
     for (const a of [poster, posterEcdsa]) {
-      const r = await paidPost(ps, a, '/passport/request', { tier: 'bronze' });
+      const r = await buyPassport(ps, a, { tier: 'bronze' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     verifierServer = http.createServer((req, res) => {

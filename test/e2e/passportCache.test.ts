@@ -12,7 +12,7 @@ import type { Sql } from '../../db/client.js';
 import { listenerBackendPid } from '../../db/notify.js';
 import type { TestAgent } from '../support/signing.js';
 import { buildTestApp } from '../support/app.js';
-import { ADMIN_TOKEN, getJson, paidPost, startPassportStack, type PassportStack } from './passportHarness.js';
+import { ADMIN_TOKEN, getJson, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
 /** Polls GET url on base until its status is `status`; returns the last status seen. */
 async function statusBecomes(base: string, url: string, status: number, deadlineMs = 5_000): Promise<number> {
@@ -42,7 +42,7 @@ describe('passport cache across two API instances (PostgreSQL NOTIFY)', () => {
   };
 
   const issueThroughA = async (agent: TestAgent) => {
-    const r = await paidPost(ps, agent, '/passport/request', { did: agent.did, tier: 'bronze' });
+    const r = await buyPassport(ps, agent, { did: agent.did, tier: 'bronze' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     return { tokenId: r.body.tokenId as string, serial: r.body.serialNumber as number };
   };

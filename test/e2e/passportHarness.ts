@@ -149,6 +149,17 @@ export async function paidPost(ps: PassportStack, agent: TestAgent, urlPath: str
   return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers, paymentSignature };
 }
 
+/**
+ * Buys a passport as set-up for another test: a 202 (an issuance outlasting the bounded wait on a
+ * busy machine, which SPEC allows) is followed to the issued passport, whose fields match the 200.
+ */
+export async function buyPassport(ps: PassportStack, agent: TestAgent, body: Record<string, unknown>, maxHbar = 600n): Promise<PaidResponse> {
+  const r = await paidPost(ps, agent, '/passport/request', body, maxHbar);
+  if (r.status !== 202) return r;
+  const passport = await waitForPassport(ps, agent.accountId);
+  return { ...r, status: 200, body: passport };
+}
+
 /** A signed POST with a given PAYMENT-SIGNATURE (replays and retries). */
 export async function signedPost(ps: PassportStack, agent: TestAgent, urlPath: string, body: unknown, extra: Record<string, string> = {}) {
   const headers = await signedHeaders(ps.app, agent);

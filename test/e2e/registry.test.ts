@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDirectoryMessage } from '../../domain/directory.js';
 import path from 'node:path';
 import { replayHistoryFile } from '../support/temporal.js';
-import { getJson, historiesDir, paidPost, recordFixture, startPassportStack, workflowsPath, type PassportStack } from './passportHarness.js';
+import { getJson, historiesDir, recordFixture, startPassportStack, workflowsPath, type PassportStack, buyPassport } from './passportHarness.js';
 import { eventually } from '../support/eventually.js';
 
 
@@ -63,7 +63,7 @@ describe('registry keys end to end (localnet, worker, PostgreSQL)', () => {
 
   it('WebFinger for a DID with a real passport: the DID document and passport links answer', async () => {
     const agent = ps.agents[1]!;
-    const bought = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
+    const bought = await buyPassport(ps, agent, { tier: 'bronze' });
     expect(bought.status, JSON.stringify(bought.body)).toBe(200);
     const r = await eventually(
       () => getJson(ps, `/.well-known/webfinger?resource=${encodeURIComponent(agent.did)}`),

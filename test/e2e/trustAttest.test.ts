@@ -23,7 +23,7 @@ import { signedHeaders, signChallenge, type TestAgent } from '../support/signing
 import { startTestDns, type TestDnsServer } from '../support/testDns.js';
 import { startTestSite, type TestSite } from '../support/testSite.js';
 import { startTestChain, type TestChain } from '../evm/helpers.js';
-import { historiesDir, paidPost, startPassportStack, type PassportStack } from './passportHarness.js';
+import { historiesDir, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
 type Json = Record<string, any>;
 
@@ -82,7 +82,7 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
     for (const id of await ensureChainIndexers(ps.t.client, config, { taskQueue: ps.t.taskQueue, pollIntervalMs: 200 })) indexers.push(ps.t.client.workflow.getHandle(id));
 
     [holder, stranger] = ps.agents as [TestAgent, TestAgent];
-    const bought = await paidPost(ps, holder, '/passport/request', { tier: 'bronze' });
+    const bought = await buyPassport(ps, holder, { tier: 'bronze' });
     expect(bought.status, JSON.stringify(bought.body)).toBe(200);
   }, 300_000);
 
