@@ -300,6 +300,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const headers = await signed(poster);
         if (!headers) continue;
         const a = await ask('POST', '/market/tasks', { posterDid: poster.did, title: `chaos task ${attempt}`, priceHbar, escrow: true }, headers);
+        // 202: the task exists and its workflow is still on it; the client follows the poll link
+        const pending = a?.status === 202 ? /^task:(.+)$/.exec(String(a.body.workflowId ?? '')) : null;
+        if (pending) {
+          taskId = pending[1];
+          break;
+        }
         if (again(a)) continue;
         if (a!.status !== 200) return refused(`post by ${poster.accountId}`, a!);
         taskId = a!.body.taskId as string;
