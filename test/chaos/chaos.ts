@@ -24,7 +24,7 @@ import { freePort } from '../../scripts/lib/ports.js';
 import { taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
 import { sdkClient } from '../localnet/harness.js';
 import { databaseUrlOf, startChildProcess, startChildWorker, type ChildWorker } from '../reliability/childWorker.js';
-import { recordSecret } from '../support/secrets.js';
+import { dumpDatabase, recordSecret } from '../support/secrets.js';
 import { signChallenge, type TestAgent } from '../support/signing.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -402,6 +402,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     await stack.stop();
     await connection.close().catch(() => undefined);
     await sql.end({ timeout: 5 });
+    // its rows are kept for the secrets scan first (inside a test run; a no-op for the script)
+    await dumpDatabase(dbUrl.toString()).catch(() => undefined);
     await dropDatabase(dbUrl.toString()).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
