@@ -83,6 +83,8 @@ export const configSchema = z.object({
 
   // Registry keys
   REGISTER_DAILY_CAP_PER_IP: z.coerce.number().int().positive().default(5),
+  /** POST /contact messages per address per rolling hour */
+  CONTACT_HOURLY_CAP_PER_IP: z.coerce.number().int().positive().default(5),
   SPONSORED_DAILY_BUDGET: z.coerce.number().int().min(0).default(100),
   /** the keyed free tier: requests per window counted against a valid registry key (or its OAuth token) instead of the IP */
   REGISTRY_KEY_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(300),

@@ -2,7 +2,7 @@
  * Contact (SPEC 4.7 "GET and POST /contact"; DESIGN.md section 10 "Content"):
  *   GET  /contact                  the form page (content layout; cached with the content pages)
  *   POST /contact                  JSON or application/x-www-form-urlencoded { name, email, message };
- *                                  validated, body capped at 16 KiB, at most CONTACT_CAP messages per
+ *                                  validated, body capped at 16 KiB, at most CONTACT_HOURLY_CAP_PER_IP (5) messages per
  *                                  address per rolling hour (429 rate_limit_exceeded, Retry-After) on
  *                                  top of the global rate limit; stored in PostgreSQL.
  *                                  201 { id, received_at } for JSON, an HTML confirmation for the form.
@@ -23,6 +23,7 @@ import type { ContentRenderer } from '../../content/pages.js';
 
 export const CONTACT_LIMITS = { name: 100, email: 254, message: 5000 } as const;
 /** Messages per address per rolling hour. */
+/** Default of CONTACT_HOURLY_CAP_PER_IP. */
 export const CONTACT_CAP = 5;
 const CONTACT_WINDOW_MS = 60 * 60 * 1000;
 const CONTACT_BODY_LIMIT = 16 * 1024;
@@ -57,6 +58,7 @@ const HTML = 'text/html; charset=utf-8';
 const contactRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; renderer: ContentRenderer }> = async (app, { ctx, renderer }) => {
   const sql = ctx.sql!;
   const now = ctx.now ?? (() => new Date());
+  const cap = ctx.config.CONTACT_HOURLY_CAP_PER_IP;
 
   // HTML forms post application/x-www-form-urlencoded (this plugin's scope only); a repeated field
   // keeps its last value and the schema refuses unknown ones.
@@ -77,7 +79,7 @@ const contactRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; renderer: ContentR
       schema: {
         tags: ['content'],
         summary: 'Send a message to the operator (JSON or form; stored for the admin)',
-        description: `name (1-${CONTACT_LIMITS.name}), email, message (1-${CONTACT_LIMITS.message}); at most ${CONTACT_CAP} messages per address per hour. A form post (application/x-www-form-urlencoded) gets an HTML confirmation.`,
+        description: `name (1-${CONTACT_LIMITS.name}), email, message (1-${CONTACT_LIMITS.message}); at most ${cap} messages per address per hour. A form post (application/x-www-form-urlencoded) gets an HTML confirmation.`,
         body: contactBodySchema,
         response: { 201: contactReceivedSchema, ...errorResponses(400, 413, 415, 429) },
       },
@@ -88,12 +90,12 @@ const contactRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; renderer: ContentR
       const retryAt = await insertContactMessage(
         sql,
         { id, ...request.body, ipSha256: createHash('sha256').update(normalizeIP(request.ip)).digest(), at },
-        CONTACT_CAP,
+        cap,
         CONTACT_WINDOW_MS,
       );
       if (retryAt) {
         const seconds = Math.max(1, Math.ceil((retryAt.getTime() - at.getTime()) / 1000));
-        throw new ApiError('rate_limit_exceeded', `At most ${CONTACT_CAP} contact messages per address per hour`, {
+        throw new ApiError('rate_limit_exceeded', `At most ${cap} contact messages per address per hour`, {
           hint: `Retry after ${retryAt.toISOString()} (Retry-After: ${seconds} s)`,
           headers: { 'retry-after': String(seconds) },
         });
