@@ -124,6 +124,33 @@ export interface TaskRecord {
   updatedAt: string;
 }
 
+/** What the poster decides when posting; everything else of a new task starts empty. */
+export type PostedTaskFields = Pick<
+  TaskRecord,
+  'taskId' | 'title' | 'description' | 'priceHbar' | 'priceTinybars' | 'capabilities' | 'posterDid' | 'verifierType' | 'verifierConfig' | 'deadline' | 'feeBps' | 'escrow'
+>;
+
+/** A task as posted at `at` (ISO time): status posted, no claimer, no escrow yet, no result, no payment. */
+export function postedTask(fields: PostedTaskFields, at: string): TaskRecord {
+  return {
+    ...fields,
+    status: 'posted',
+    claimerDid: null,
+    scheduleId: null,
+    topUpScheduleId: null,
+    escrowStatus: 'none',
+    escrowedTinybars: '0',
+    verificationAttempts: 0,
+    resultBody: null,
+    resultIpfs: null,
+    resultSha256: null,
+    paymentTxId: null,
+    refundTxId: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
+
 /** The public view of a task (the record of DESIGN 10 without internal bookkeeping). */
 export type TaskView = Omit<TaskRecord, 'escrowedTinybars' | 'feeBps' | 'refundTxId' | 'topUpScheduleId' | 'priceTinybars'> & {
   topUpScheduleId?: string | null;

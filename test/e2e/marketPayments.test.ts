@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { v7 as uuidv7 } from 'uuid';
 import { Transaction } from '@hashgraph/sdk';
 import type { WorkflowHandle } from '@temporalio/client';
-import { hbarToTinybars, payoutOf, type TaskRecord, type VerifierType } from '../../domain/market.js';
+import { hbarToTinybars, payoutOf, postedTask, type VerifierType } from '../../domain/market.js';
 import { sha256Hex } from '../../domain/hash.js';
 import { parsePrivateKey, parsePublicKey, verifySignature } from '../../ledger/keys.js';
 import { singleBodyBytes } from '../../ledger/transferCheck.js';
@@ -43,36 +43,24 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
     opts: { priceHbar?: number; verifierType?: VerifierType; verifierConfig?: Record<string, unknown> | null; resultBody?: string; deliver?: boolean; escrow?: boolean } = {},
   ): Promise<{ taskId: string; handle: WorkflowHandle }> {
     const taskId = uuidv7();
-    const now = new Date().toISOString();
     const priceHbar = opts.priceHbar ?? 10;
-    const task: TaskRecord = {
-      taskId,
-      title: `payment test ${taskId.slice(-6)}`,
-      description: '',
-      priceHbar,
-      priceTinybars: hbarToTinybars(priceHbar)!.toString(),
-      capabilities: ['data_provide'],
-      status: 'posted',
-      posterDid: p.did,
-      claimerDid: null,
-      scheduleId: null,
-      topUpScheduleId: null,
-      escrowStatus: 'none',
-      escrowedTinybars: '0',
-      verificationAttempts: 0,
-      verifierType: opts.verifierType ?? 'none',
-      verifierConfig: opts.verifierConfig ?? null,
-      deadline: null,
-      resultBody: null,
-      resultIpfs: null,
-      resultSha256: null,
-      paymentTxId: null,
-      refundTxId: null,
-      feeBps: FEE_BPS,
-      escrow: opts.escrow ?? false,
-      createdAt: now,
-      updatedAt: now,
-    };
+    const task = postedTask(
+      {
+        taskId,
+        title: `payment test ${taskId.slice(-6)}`,
+        description: '',
+        priceHbar,
+        priceTinybars: hbarToTinybars(priceHbar)!.toString(),
+        capabilities: ['data_provide'],
+        posterDid: p.did,
+        verifierType: opts.verifierType ?? 'none',
+        verifierConfig: opts.verifierConfig ?? null,
+        deadline: null,
+        feeBps: FEE_BPS,
+        escrow: opts.escrow ?? false,
+      },
+      new Date().toISOString(),
+    );
     const handle = await ps.t.client.workflow.start('taskLifecycle', {
       taskQueue: ps.t.taskQueue,
       workflowId: taskWorkflowId(taskId),

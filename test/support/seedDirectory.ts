@@ -8,7 +8,7 @@ import type { Sql } from '../../db/client.js';
 import { recordRegisteredAgent } from '../../db/queries/agents.js';
 import { upsertTask } from '../../db/queries/tasks.js';
 import type { Capability } from '../../domain/capabilities.js';
-import type { TaskRecord, TaskStatus } from '../../domain/market.js';
+import { postedTask, type TaskRecord, type TaskStatus } from '../../domain/market.js';
 import type { Tier } from '../../domain/tiers.js';
 
 let accountCounter = 0;
@@ -70,32 +70,24 @@ export async function seedTask(sql: Sql, t: SeedTask): Promise<TaskRecord> {
   const now = t.createdAt ?? new Date().toISOString();
   const price = t.priceHbar ?? 12.5;
   const record: TaskRecord = {
-    taskId: t.taskId ?? uuidv7(),
-    title: t.title,
-    description: t.description ?? '',
-    priceHbar: price,
-    priceTinybars: String(BigInt(Math.round(price * 1e8))),
-    capabilities: t.capabilities ?? ['data_provide'],
+    ...postedTask(
+      {
+        taskId: t.taskId ?? uuidv7(),
+        title: t.title,
+        description: t.description ?? '',
+        priceHbar: price,
+        priceTinybars: String(BigInt(Math.round(price * 1e8))),
+        capabilities: t.capabilities ?? ['data_provide'],
+        posterDid: 'did:hedera:local:0.0.1001',
+        verifierType: 'none',
+        verifierConfig: null,
+        deadline: null,
+        feeBps: 0,
+        escrow: false,
+      },
+      now,
+    ),
     status: t.status ?? 'posted',
-    posterDid: 'did:hedera:local:0.0.1001',
-    claimerDid: null,
-    scheduleId: null,
-    topUpScheduleId: null,
-    escrowStatus: 'none',
-    escrowedTinybars: '0',
-    verificationAttempts: 0,
-    verifierType: 'none',
-    verifierConfig: null,
-    deadline: null,
-    resultBody: null,
-    resultIpfs: null,
-    resultSha256: null,
-    paymentTxId: null,
-    refundTxId: null,
-    feeBps: 0,
-    escrow: false,
-    createdAt: now,
-    updatedAt: now,
   };
   await upsertTask(sql, record, t.seq ?? 1);
   return record;

@@ -43,6 +43,7 @@ import {
   hbarToTinybars,
   isResultBodyTooLarge,
   isResultIpfs,
+  postedTask,
   RESULT_BODY_MAX_BYTES,
   type TaskRecord,
   type VerifierType,
@@ -137,35 +138,23 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     if (body.deadline && Date.parse(body.deadline) <= Date.now()) {
       throw new ApiError('invalid_request', 'deadline is in the past', { hint: 'Send a future ISO time, or leave it out' });
     }
-    const now = new Date().toISOString();
-    return {
-      taskId: uuidv7(),
-      title: body.title,
-      description: body.description ?? '',
-      priceHbar: body.priceHbar,
-      priceTinybars: priceTinybars.toString(),
-      capabilities: [...new Set(body.capabilities ?? [])],
-      status: 'posted',
-      posterDid: body.posterDid,
-      claimerDid: null,
-      scheduleId: null,
-      topUpScheduleId: null,
-      escrowStatus: 'none',
-      escrowedTinybars: '0',
-      verificationAttempts: 0,
-      verifierType,
-      verifierConfig,
-      deadline: body.deadline ? new Date(body.deadline).toISOString() : null,
-      resultBody: null,
-      resultIpfs: null,
-      resultSha256: null,
-      paymentTxId: null,
-      refundTxId: null,
-      feeBps: ctx.config.MARKET_FEE_BPS,
-      escrow: body.escrow ?? true,
-      createdAt: now,
-      updatedAt: now,
-    };
+    return postedTask(
+      {
+        taskId: uuidv7(),
+        title: body.title,
+        description: body.description ?? '',
+        priceHbar: body.priceHbar,
+        priceTinybars: priceTinybars.toString(),
+        capabilities: [...new Set(body.capabilities ?? [])],
+        posterDid: body.posterDid,
+        verifierType,
+        verifierConfig,
+        deadline: body.deadline ? new Date(body.deadline).toISOString() : null,
+        feeBps: ctx.config.MARKET_FEE_BPS,
+        escrow: body.escrow ?? true,
+      },
+      new Date().toISOString(),
+    );
   }
 
   /** Starts the task's workflow and waits for the posting step (the schedule exists afterwards). */
