@@ -20,8 +20,6 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createSql, type Sql } from '../db/client.js';
-import { dropDatabase, ensureDatabase, migrate } from '../db/migrate.js';
-import { resolvePostgres } from '../scripts/lib/postgres.js';
 import { compiledSerializerCompiler } from '../api/serializer.js';
 import errorHandler from '../api/plugins/errorHandler.js';
 import agentsRoutes from '../api/routes/agents/index.js';
@@ -31,7 +29,7 @@ import { IdempotentSubmitter } from '../ledger/submit.js';
 import type { AgentRegisteredMessage } from '../domain/directory.js';
 import { testConfig } from '../test/support/app.js';
 import { startLedgerStack } from '../test/support/ledgerStack.js';
-import { fmt, injectLatency, log, seedAgents, table } from './lib.js';
+import { fmt, injectLatency, log, seedAgents, table, throwawayDatabase } from './lib.js';
 
 /** autocannon ships no types; the part used here. */
 const autocannon = createRequire(import.meta.url)('autocannon') as (opts: { url: string; connections: number; duration: number }) => Promise<{
@@ -191,11 +189,8 @@ async function benchRebuild(sql: Sql) {
 }
 
 async function main() {
-  const database = `agent_passport_bench_dir_${Date.now()}_${process.pid}`;
-  const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
-  const url = process.env.DATABASE_URL ?? pg.url;
-  await ensureDatabase(url);
-  await migrate(url);
+  const db = await throwawayDatabase('dir');
+  const url = db.url;
   const sql = createSql(url, { max: 6 });
   try {
     console.log(`agent directory benchmark, node ${process.version}`);
@@ -203,8 +198,7 @@ async function main() {
     if (process.env.BENCH_SKIP_REBUILD !== '1') await benchRebuild(sql);
   } finally {
     await sql.end();
-    if (!process.env.DATABASE_URL) await dropDatabase(url).catch(() => {});
-    await pg.stop();
+    await db.drop();
   }
 }
 

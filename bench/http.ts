@@ -156,19 +156,13 @@ async function compare(appServer: Server, bareServer: Server, urlPath: string) {
 async function main() {
   const log = (s: string) => process.stderr.write(`${s}\n`);
   const { createSql } = await import('../db/client.js');
-  const { dropDatabase, ensureDatabase, migrate } = await import('../db/migrate.js');
-  const { resolvePostgres } = await import('../scripts/lib/postgres.js');
+  const { throwawayDatabase } = await import('./lib.js');
   const { recordIssuedPassport } = await import('../db/queries/passports.js');
   const { storeBatch } = await import('../db/queries/chainEvents.js');
   const { startLedgerStack } = await import('../test/support/ledgerStack.js');
 
-  const database = `agent_passport_bench_http_${Date.now()}_${process.pid}`;
-  const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
-  const dbUrlObj = new URL(pg.url);
-  dbUrlObj.pathname = `/${database}`; // a throwaway database beside the one DATABASE_URL names
-  const dbUrl = dbUrlObj.toString();
-  await ensureDatabase(dbUrl);
-  await migrate(dbUrl);
+  const db = await throwawayDatabase('http');
+  const dbUrl = db.url;
   const sql = createSql(dbUrl, { max: 2 });
   const stack = await startLedgerStack('bench-http');
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-http-'));
@@ -274,9 +268,8 @@ async function main() {
       ),
     );
     await sql.end();
-    await dropDatabase(dbUrl).catch(() => {});
     await stack.stop();
-    await pg.stop();
+    await db.drop();
     rmSync(tmp, { recursive: true, force: true });
   }
 }

@@ -17,10 +17,9 @@ import { createEvmPublicClient, createEvmWalletClient } from '../evm/clients.js'
 import { benchEmitterAbi, taskEscrowAbi } from '../evm/abis.js';
 import { benchEmitterBytecode } from '../evm/bytecode.js';
 import { createSql } from '../db/client.js';
-import { dropDatabase, ensureDatabase, migrate } from '../db/migrate.js';
-import { resolvePostgres } from '../scripts/lib/postgres.js';
 import { createIndexerActivities, decodeLogs, getLogsAdaptive } from '../activities/evm/indexer.js';
 import { countEvents } from '../db/queries/chainEvents.js';
+import { throwawayDatabase } from './lib.js';
 
 const N = Number(process.env.BENCH_EVENTS ?? 50_000);
 const PER_TX = Number(process.env.BENCH_EVENTS_PER_TX ?? 500);
@@ -35,11 +34,8 @@ function fmt(n: number): string {
 async function main() {
   const log = (s: string) => process.stderr.write(`${s}\n`);
   const anvil = await startAnvil({ port: 0, chainId: CHAIN_ID });
-  const database = `agent_passport_bench_${Date.now()}_${process.pid}`;
-  const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
-  const url = process.env.DATABASE_URL ?? pg.url;
-  await ensureDatabase(url);
-  await migrate(url);
+  const db = await throwawayDatabase('indexer');
+  const url = db.url;
   const sql = createSql(url, { max: 4 });
   try {
     const ep = { rpcUrl: anvil.rpcUrl, chainId: anvil.chainId };
@@ -139,8 +135,7 @@ async function main() {
   } finally {
     await sql.end();
     await anvil.stop();
-    if (!process.env.DATABASE_URL) await dropDatabase(url).catch(() => {});
-    await pg.stop();
+    await db.drop();
   }
 }
 

@@ -1,11 +1,35 @@
-/** Helpers shared by the in-process benchmarks (bench/directory.ts, bench/search.ts). */
+/** Helpers shared by the benchmarks in bench/. */
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Sql } from '../db/client.js';
 import { CAPABILITIES } from '../domain/capabilities.js';
 import { TIERS } from '../domain/tiers.js';
+import { dropDatabase, ensureDatabase, migrate } from '../db/migrate.js';
+import { resolvePostgres } from '../scripts/lib/postgres.js';
 
 export const log = (s: string) => process.stderr.write(`${s}\n`);
+
+/**
+ * A migrated throwaway database for one bench run: on the server DATABASE_URL names (never that
+ * database itself), else 127.0.0.1:5432, else embedded PostgreSQL. `drop()` removes it and stops
+ * an embedded server.
+ */
+export async function throwawayDatabase(name: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const database = `agent_passport_bench_${name}_${Date.now()}_${process.pid}`;
+  const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
+  const u = new URL(pg.url);
+  u.pathname = `/${database}`;
+  const url = u.toString();
+  await ensureDatabase(url);
+  await migrate(url);
+  return {
+    url,
+    async drop() {
+      await dropDatabase(url).catch(() => {});
+      await pg.stop();
+    },
+  };
+}
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 export function percentile(sorted: number[], p: number): number {

@@ -23,8 +23,6 @@ import { AccountId, Hbar, TopicMessageSubmitTransaction, TransferTransaction } f
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createSql } from '../db/client.js';
-import { dropDatabase, ensureDatabase, migrate } from '../db/migrate.js';
-import { resolvePostgres } from '../scripts/lib/postgres.js';
 import { freePort } from '../scripts/lib/ports.js';
 import { startTemporalDevServer } from '../scripts/lib/temporalServer.js';
 import { buildApp } from '../api/app.js';
@@ -36,6 +34,7 @@ import { createPayingFetch } from '../ledger/x402/clientScheme.js';
 import { signedHeaders } from '../test/support/signing.js';
 import { testConfig } from '../test/support/app.js';
 import { startLedgerStack } from '../test/support/ledgerStack.js';
+import { throwawayDatabase } from './lib.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100);
 const ESCROW = process.env.BENCH_ESCROW !== '0';
@@ -57,11 +56,8 @@ const WRITES: Record<Step, { transfer: number; topic: number }> = ESCROW
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger(process.env.BENCH_LOG === 'WARN' ? 'WARN' : 'ERROR') });
-  const database = `market_bench_${process.pid}`;
-  const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
-  const url = process.env.DATABASE_URL ?? pg.url;
-  await ensureDatabase(url);
-  await migrate(url);
+  const db = await throwawayDatabase('market');
+  const url = db.url;
   const sql = createSql(url, { max: 10 });
   const temporalPort = await freePort();
   const temporal = await startTemporalDevServer({ port: temporalPort, log: () => {} });
@@ -186,8 +182,7 @@ async function main() {
     await temporal.stop();
     await stack.stop();
     await sql.end();
-    if (!process.env.DATABASE_URL) await dropDatabase(url).catch(() => {});
-    await pg.stop();
+    await db.drop();
   }
 }
 

@@ -16,15 +16,13 @@ import { performance } from 'node:perf_hooks';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { createSql, type Sql } from '../db/client.js';
-import { dropDatabase, ensureDatabase, migrate } from '../db/migrate.js';
-import { resolvePostgres } from '../scripts/lib/postgres.js';
 import { compiledSerializerCompiler } from '../api/serializer.js';
 import errorHandler from '../api/plugins/errorHandler.js';
 import agentsRoutes from '../api/routes/agents/index.js';
 import searchRoutes from '../api/routes/search.js';
 import type { AppContext } from '../api/context.js';
 import { testConfig } from '../test/support/app.js';
-import { fmt, injectLatency, log, seedAgents, table } from './lib.js';
+import { fmt, injectLatency, log, seedAgents, table, throwawayDatabase } from './lib.js';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100_000);
 const TASKS = Number(process.env.BENCH_TASKS ?? 100_000);
@@ -54,11 +52,8 @@ async function seed(sql: Sql): Promise<void> {
 }
 
 async function main() {
-  const database = `agent_passport_bench_search_${Date.now()}`;
-  const pg = await resolvePostgres({ databaseUrl: process.env.DATABASE_URL, dataDir: '.data/postgres-bench', database, log });
-  const url = pg.url;
-  await ensureDatabase(url);
-  await migrate(url);
+  const db = await throwawayDatabase('search');
+  const url = db.url;
   const sql = createSql(url, { max: 4 });
   try {
     log(`seeding ${fmt(AGENTS)} agents and ${fmt(TASKS)} tasks`);
@@ -117,8 +112,7 @@ async function main() {
     await bare.close();
   } finally {
     await sql.end();
-    await dropDatabase(url).catch(() => {});
-    await pg.stop();
+    await db.drop();
   }
 }
 
