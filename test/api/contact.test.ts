@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createSql, type Sql } from '../../db/client.js';
 import { buildTestApp } from '../support/app.js';
+import { recordSecret } from '../support/secrets.js';
 import { CONTACT_CAP } from '../../api/routes/contact.js';
 
 const ADMIN_TOKEN = 'contact-test-admin-token';
@@ -24,6 +25,7 @@ describe('/contact (PostgreSQL)', () => {
     app.inject({ method: 'POST', url: '/contact', remoteAddress: ip, headers: { 'content-type': contentType }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
 
   beforeAll(async () => {
+    recordSecret('admin token', ADMIN_TOKEN); // for the secrets scan
     sql = createSql(inject('databaseUrl'), { max: 8 });
     app = await buildTestApp({ RATE_LIMIT_MAX: '100000', ADMIN_TOKEN_SHA256: createHash('sha256').update(ADMIN_TOKEN).digest('hex') }, { sql });
   });

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../support/app.js';
+import { recordSecret } from '../support/secrets.js';
 import { isCatalogCode } from '../../domain/errors.js';
 import { BODY_LIMIT_BYTES } from '../../api/app.js';
 
@@ -17,6 +18,7 @@ describe('error handling', () => {
   let app: FastifyInstance;
 
   beforeAll(async () => {
+    recordSecret('admin token', adminToken); // for the secrets scan (the codec key is recorded by testConfig)
     app = await buildTestApp({
       PAYLOAD_CODEC_KEY: randomBytes(32).toString('hex'),
       ADMIN_TOKEN_SHA256: createHash('sha256').update(adminToken).digest('hex'),

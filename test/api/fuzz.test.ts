@@ -15,6 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { createSql, type Sql } from '../../db/client.js';
 import { buildTestApp, testConfig } from '../support/app.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
+import { recordSecret } from '../support/secrets.js';
 import { isCatalogCode } from '../../domain/errors.js';
 import { lazyTemporalClient } from '../../temporal/client.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
@@ -263,6 +264,7 @@ describe('fuzz: every /openapi.json operation', () => {
   const admin = randomBytes(16).toString('hex');
 
   beforeAll(async () => {
+    recordSecret('admin token', admin); // for the secrets scan (the codec key is recorded by testConfig)
     stack = await startLedgerStack('fuzz');
     sql = createSql(inject('databaseUrl'), { max: 4 });
     app = await buildTestApp(

@@ -8,6 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../support/app.js';
+import { recordSecret } from '../support/secrets.js';
 import { isCatalogCode } from '../../domain/errors.js';
 import { ECHO_MAX_CHARS } from '../../api/errors.js';
 
@@ -41,6 +42,7 @@ function rawGet(base: string, path: string, headers: Record<string, string> = {}
 const codecKey = randomBytes(32).toString('hex');
 const adminToken = randomBytes(16).toString('hex');
 const adminSha = createHash('sha256').update(adminToken).digest('hex');
+recordSecret('admin token', adminToken); // for the secrets scan (the codec key is recorded by testConfig)
 const plainPayload = { metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('{"a":1}').toString('base64') };
 
 describe('issue 8 hardening (no ledger)', () => {

@@ -10,6 +10,7 @@
  *
  * Used by `npm run test:chaos` (scripts/chaos.ts, the full run) and test/chaos/chaos.test.ts (short).
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,7 +25,7 @@ import { freePort } from '../../scripts/lib/ports.js';
 import { taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
 import { sdkClient } from '../localnet/harness.js';
 import { databaseUrlOf, startChildProcess, startChildWorker, type ChildWorker } from '../reliability/childWorker.js';
-import { dumpDatabase, recordSecret } from '../support/secrets.js';
+import { dumpDatabase, keepLocalnetData, recordSecret } from '../support/secrets.js';
 import { signChallenge, type TestAgent } from '../support/signing.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -295,11 +296,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const ending = rand();
       let taskId: string | null = null;
       const t0 = Date.now();
+      // one Idempotency-Key per lifecycle, the same body on every try: a retry after a lost answer
+      // gets the task the first try made (crypto's UUID, so the seeded choices stay as they were)
+      const idempotencyKey = `chaos-${randomUUID()}`;
+      const title = `chaos task ${idempotencyKey.slice(-12)}`;
       for (let attempt = 0; !taskId; attempt++) {
         if (attempt) await backoff(attempt, t0);
         const headers = await signed(poster);
         if (!headers) continue;
-        const a = await ask('POST', '/market/tasks', { posterDid: poster.did, title: `chaos task ${attempt}`, priceHbar, escrow: true }, headers);
+        const a = await ask('POST', '/market/tasks', { posterDid: poster.did, title, priceHbar, escrow: true }, { ...headers, 'idempotency-key': idempotencyKey });
         // 202: the task exists and its workflow is still on it; the client follows the poll link
         const pending = a?.status === 202 ? /^task:(.+)$/.exec(String(a.body.workflowId ?? '')) : null;
         if (pending) {
@@ -405,6 +410,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     // its rows are kept for the secrets scan first (inside a test run; a no-op for the script)
     await dumpDatabase(dbUrl.toString()).catch(() => undefined);
     await dropDatabase(dbUrl.toString()).catch(() => undefined);
+    keepLocalnetData(path.join(dir, 'localnet'), path.basename(dir)); // and its localnet's journal
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -19,7 +19,7 @@ import { IdempotentSubmitter } from '../../ledger/submit.js';
 import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
 import { passportStateFor, type PassportState } from '../../api/passportState.js';
 import { buildTestApp, testConfig } from '../support/app.js';
-import { dumpDatabase } from '../support/secrets.js';
+import { dumpDatabase, recordSecret } from '../support/secrets.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
 import { connectTestTemporal, recordHistory, type TestTemporal } from '../support/temporal.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
@@ -83,6 +83,7 @@ export async function startPassportStack(prefix: string): Promise<PassportStack>
     workers.push(w);
     return w;
   };
+  recordSecret('e2e admin token', ADMIN_TOKEN); // a fixed one, but no more to be logged or stored than a real one
   const app = await buildTestApp(
     { ...stack.env, TEMPORAL_TASK_QUEUE: t.taskQueue, RATE_LIMIT_MAX: '100000', ADMIN_TOKEN_SHA256: createHash('sha256').update(ADMIN_TOKEN).digest('hex') },
     { sql, ledger: stack.ledger, temporal: async () => t.client },

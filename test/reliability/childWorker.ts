@@ -4,9 +4,11 @@
  * which hides the recovery time: NOTES.md, second round of measurements).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sql } from 'postgres';
+import { runLogFile } from '../support/secrets.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -43,6 +45,11 @@ export interface ChildProcessOptions {
   /** open an IPC channel (child.send) */
   ipc?: boolean;
   name?: string;
+  /**
+   * where all its output is also written (appended): by default `<name>-<pid>.log` in the
+   * integration run's log directory, which the secrets scan reads (none outside a test run)
+   */
+  logFile?: string | null;
 }
 
 /** Starts a TypeScript entry as a child process (its own minimal environment) and waits until it is ready. */
@@ -55,6 +62,9 @@ export async function startChildProcess(o: ChildProcessOptions): Promise<ChildWo
     stdio: o.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  const logFile = o.logFile === undefined ? runLogFile(`${name}-${child.pid}.log`) : o.logFile;
+  const fd = logFile ? fs.openSync(logFile, 'a') : null;
+  if (fd !== null) child.once('close', () => fs.closeSync(fd)); // after the last output
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     let done = false;
@@ -67,6 +77,7 @@ export async function startChildProcess(o: ChildProcessOptions): Promise<ChildWo
     };
     const timer = setTimeout(() => finish(new Error(`${name} not ready after ${readyTimeoutMs} ms:\n${out}`)), readyTimeoutMs);
     const onData = (chunk: Buffer) => {
+      if (fd !== null) fs.writeSync(fd, chunk);
       out = (out + chunk.toString()).slice(-65_536); // the last 64 KiB: long chaos runs
       if (o.readyText && out.includes(o.readyText)) finish();
     };

@@ -1,6 +1,8 @@
 // The secrets scan itself (issue 13, item 5) can find a secret in each place it looks: a log file, a
 // database row (text and bytea) and a workflow history (input payload and failure message), as the
-// raw key, its DER form or base64. The scan of a whole run happens in global-setup's teardown
+// raw key, its DER form or base64; and in the two places added later: a child process's output
+// file (what childWorker.ts writes for every child of a run) and a localnet journal kept from a
+// stack's data directory (keepLedgerFiles, transactions decoded). The scan of a whole run happens in global-setup's teardown
 // (test/reliability/secretsTeardown.ts) over the secrets the tests recorded, and fails the run when it
 // finds one: this file proves that scan is able to fail.
 import fs from 'node:fs';
@@ -8,10 +10,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PrivateKey } from '@hashgraph/sdk';
+import { PrivateKey, TopicMessageSubmitTransaction, TransferTransaction } from '@hashgraph/sdk';
 import { Client, Connection } from '@temporalio/client';
 import { createSql, type Sql } from '../../db/client.js';
-import { dumpRows, needlesOf, scanForSecrets } from './secretsScan.js';
+import { startLocalnet } from '../../localnet/index.js';
+import { sdkClient } from '../localnet/harness.js';
+import { runLogFile } from '../support/secrets.js';
+import { startChildProcess } from './childWorker.js';
+import { dumpRows, keepLedgerFiles, needlesOf, scanForSecrets } from './secretsScan.js';
 
 describe('secrets scan', () => {
   let dir: string;
@@ -66,5 +72,50 @@ describe('secrets scan', () => {
     );
     expect(report.found.filter((f) => f.startsWith('absent'))).toEqual([]);
     expect(report.workflows).toBeGreaterThan(0);
+  });
+
+  it('finds a key a child process printed, in its output file', { timeout: 60_000 }, async () => {
+    const printed = PrivateKey.generateED25519();
+    const entry = path.join(dir, 'leaky.ts');
+    fs.writeFileSync(entry, `console.log('ready'); console.error('worker: signing with', process.env.PLANTED); setInterval(() => {}, 1000);\n`);
+    const logFile = runLogFile('leaky-child.log', path.join(dir, 'child'))!;
+    const child = await startChildProcess({ entry, env: { PLANTED: Buffer.from(printed.toBytesRaw()).toString('hex') }, readyText: 'signing with', logFile, name: 'leaky' });
+    await child.kill('SIGKILL'); // what it printed before it was ready is in the file already
+    const report = await scanForSecrets({ secrets: [{ label: 'printed', value: printed.toStringDer() }], logDir: path.dirname(logFile) });
+    expect(report.found).toEqual(['printed in log leaky-child.log']);
+  });
+
+  it('finds a key in a localnet journal (in a memo, and as raw bytes of a message), not the key stores it leaves behind', { timeout: 60_000 }, async () => {
+    const inMemo = PrivateKey.generateED25519();
+    const inMessage = PrivateKey.generateECDSA();
+    const dataDir = path.join(dir, 'ln-data');
+    const ln = await startLocalnet({ dataDir, grpcPort: 0, mirrorPort: 0, facilitator: false });
+    const [a, b] = ln.config.accounts;
+    const client = sdkClient(ln.config, a);
+    try {
+      const transfer = new TransferTransaction().addHbarTransfer(a.accountId, -1).addHbarTransfer(b.accountId, 1).setTransactionMemo(inMemo.toStringDer());
+      await (await transfer.execute(client)).getReceipt(client);
+      const message = new TopicMessageSubmitTransaction().setTopicId(ln.config.topics.a2a).setMessage(inMessage.toBytesRaw());
+      await (await message.execute(client)).getReceipt(client);
+    } finally {
+      client.close();
+      await ln.stop();
+    }
+    const kept = path.join(dir, 'kept-localnet');
+    keepLedgerFiles(dataDir, kept);
+    expect(fs.readdirSync(kept)).toEqual(['journal.jsonl']); // localnet-state.json and localnet.json (the key stores) stay behind
+    const journal = fs.readFileSync(path.join(kept, 'journal.jsonl'), 'utf8');
+    expect(journal.toLowerCase()).not.toContain(Buffer.from(inMessage.toBytesRaw()).toString('hex')); // only the decoded transaction shows it
+
+    const secrets = [
+      { label: 'memo', value: inMemo.toStringDer() },
+      { label: 'message', value: inMessage.toStringDer() },
+      { label: 'operator', value: ln.config.operator.privateKey },
+      { label: 'agent', value: ln.config.accounts[0].privateKey },
+    ];
+    const report = await scanForSecrets({ secrets, ledgerDir: kept });
+    expect(report.found).toEqual(['memo in localnet journal.jsonl', 'message in localnet journal.jsonl']);
+    expect(report.transactions).toBeGreaterThan(10); // the bootstrap's and ours
+    expect(report.ledgerFiles).toBe(1);
   });
 });

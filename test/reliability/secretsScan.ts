@@ -3,7 +3,9 @@
  * searched for in the API logs the tests wrote, in the rows of the databases (the run's database
  * and each e2e stack's, dumped before it was dropped) and in the decoded Temporal histories (every
  * workflow of the run's namespace, payloads decoded from base64; encrypted payloads are counted, not
- * decoded). Each secret is searched as given and, for Hedera DER keys, as raw hex and base64.
+ * decoded) and in the files localnet stacks left (their journals, each transaction decoded from
+ * base64, and the facilitator's settlements; keepLedgerFiles). Each secret is searched as given and,
+ * for Hedera DER keys, as raw hex and base64.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,6 +27,9 @@ export interface ScanReport {
   workflows: number;
   payloads: number;
   encryptedPayloads: number;
+  /** files of localnet data directories (journals, facilitator settlements) and the transactions of their journals */
+  ledgerFiles: number;
+  transactions: number;
   /** where each secret was found: `label in source` */
   found: string[];
 }
@@ -87,9 +92,58 @@ function payloadTexts(node: unknown, out: { texts: string[]; encrypted: number; 
   for (const v of Object.values(o)) payloadTexts(v, out);
 }
 
-export async function scanForSecrets(opts: { secrets: Secret[]; logDir?: string; dumpFiles?: string[]; temporalAddress?: string; namespace?: string }): Promise<ScanReport> {
+/** The key stores of a localnet data directory: they hold the network's keys by design (mode 0600) and are neither kept nor scanned. */
+export const LOCALNET_KEY_FILES = ['localnet-state.json', 'localnet.json'];
+
+/**
+ * Moves the files of a localnet data directory (journal, facilitator settlements), but its key
+ * stores, to `dest` for the scan (ledgerDir), before the test removes the directory.
+ */
+export function keepLedgerFiles(dataDir: string, dest: string): void {
+  if (!fs.existsSync(dataDir)) return;
+  for (const f of fs.readdirSync(dataDir, { recursive: true, withFileTypes: true })) {
+    if (!f.isFile() || LOCALNET_KEY_FILES.includes(f.name)) continue;
+    const from = path.join(f.parentPath, f.name);
+    const to = path.join(dest, path.relative(dataDir, from));
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    try {
+      fs.renameSync(from, to);
+    } catch {
+      fs.copyFileSync(from, to); // another file system
+    }
+  }
+}
+
+/** A journal's text with every transaction decoded from base64 (as text and as hex), and how many there were. */
+function journalText(text: string): { text: string; transactions: number } {
+  const parts = [text];
+  let transactions = 0;
+  for (const line of text.split('\n')) {
+    let tx: unknown;
+    try {
+      tx = (JSON.parse(line) as { tx?: unknown }).tx;
+    } catch {
+      continue; // empty or torn line: searched as text above
+    }
+    if (typeof tx !== 'string') continue;
+    const bytes = Buffer.from(tx, 'base64');
+    parts.push(bytes.toString('utf8'), bytes.toString('hex'));
+    transactions++;
+  }
+  return { text: parts.join('\n'), transactions };
+}
+
+export async function scanForSecrets(opts: {
+  secrets: Secret[];
+  logDir?: string;
+  dumpFiles?: string[];
+  /** files kept from localnet data directories (keepLedgerFiles), searched recursively */
+  ledgerDir?: string;
+  temporalAddress?: string;
+  namespace?: string;
+}): Promise<ScanReport> {
   const hay = new Haystack(opts.secrets.map((s) => ({ label: s.label, needles: needlesOf(s.value) })));
-  const report: ScanReport = { secrets: opts.secrets.length, logFiles: 0, logBytes: 0, databases: 0, rows: 0, workflows: 0, payloads: 0, encryptedPayloads: 0, found: [] };
+  const report: ScanReport = { secrets: opts.secrets.length, logFiles: 0, logBytes: 0, databases: 0, rows: 0, workflows: 0, payloads: 0, encryptedPayloads: 0, ledgerFiles: 0, transactions: 0, found: [] };
 
   for (const f of opts.logDir && fs.existsSync(opts.logDir) ? fs.readdirSync(opts.logDir) : []) {
     const text = fs.readFileSync(path.join(opts.logDir!, f), 'utf8');
@@ -102,6 +156,15 @@ export async function scanForSecrets(opts: { secrets: Secret[]; logDir?: string;
     report.databases++;
     report.rows += text ? text.split('\n').length - 1 : 0;
     hay.search(text, `database ${path.basename(file, '.txt')}`);
+  }
+  for (const f of opts.ledgerDir && fs.existsSync(opts.ledgerDir) ? fs.readdirSync(opts.ledgerDir, { recursive: true, withFileTypes: true }) : []) {
+    if (!f.isFile()) continue;
+    const file = path.join(f.parentPath, f.name);
+    const raw = fs.readFileSync(file, 'utf8');
+    const { text, transactions } = f.name.endsWith('journal.jsonl') ? journalText(raw) : { text: raw, transactions: 0 };
+    report.ledgerFiles++;
+    report.transactions += transactions;
+    hay.search(text, `localnet ${path.relative(opts.ledgerDir!, file)}`);
   }
   if (opts.temporalAddress) {
     const connection = await Connection.connect({ address: opts.temporalAddress });

@@ -13,7 +13,7 @@ export function secretsRunDir(): string {
 }
 
 export async function runSecretsScan(opts: { dir: string; databaseUrl: string; temporalAddress?: string; log(line: string): void }): Promise<ScanReport> {
-  const empty: ScanReport = { secrets: 0, logFiles: 0, logBytes: 0, databases: 0, rows: 0, workflows: 0, payloads: 0, encryptedPayloads: 0, found: [] };
+  const empty: ScanReport = { secrets: 0, logFiles: 0, logBytes: 0, databases: 0, rows: 0, workflows: 0, payloads: 0, encryptedPayloads: 0, ledgerFiles: 0, transactions: 0, found: [] };
   if (process.env.SECRETS_SCAN === '0') return empty;
   const secrets = readSecrets(opts.dir);
   if (!secrets.length) {
@@ -27,11 +27,13 @@ export async function runSecretsScan(opts: { dir: string; databaseUrl: string; t
     secrets,
     logDir: path.join(opts.dir, 'logs'),
     dumpFiles: fs.readdirSync(dumps).map((f) => path.join(dumps, f)),
+    ledgerDir: path.join(opts.dir, 'localnet'),
     temporalAddress: opts.temporalAddress, // only a dev server this run started (never a shared one)
   });
   opts.log(
     `secrets scan: ${report.secrets} secrets in ${report.logFiles} log files (${report.logBytes} bytes), ${report.rows} rows of ${report.databases} databases, ` +
-      `${report.payloads} payloads of ${report.workflows} workflow histories (${report.encryptedPayloads} encrypted): ${report.found.length} found` +
+      `${report.payloads} payloads of ${report.workflows} workflow histories (${report.encryptedPayloads} encrypted), ` +
+      `${report.transactions} transactions in ${report.ledgerFiles} localnet files: ${report.found.length} found` +
       (report.found.length ? `\n  ${report.found.join('\n  ')}` : ''),
   );
   for (const f of fs.readdirSync(opts.dir)) if (f !== 'secrets-report.json') fs.rmSync(path.join(opts.dir, f), { recursive: true, force: true });

@@ -2,9 +2,11 @@
 import { loadConfig, type Config } from '../../config/index.js';
 import { buildApp } from '../../api/app.js';
 import type { AppContext } from '../../api/context.js';
-import { appLogStream } from './secrets.js';
+import { appLogStream, recordSecret } from './secrets.js';
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
+  // a codec key a test made up is one of the secrets the scan looks for (test/support/secrets.ts)
+  if (overrides.PAYLOAD_CODEC_KEY) recordSecret('PAYLOAD_CODEC_KEY', overrides.PAYLOAD_CODEC_KEY);
   return loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...overrides });
 }
 

@@ -4,14 +4,14 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { startLocalnet, type Localnet } from '../../localnet/index.js';
 import { loadLedgerDeployment, type LedgerDeployment } from '../../ledger/deployment.js';
 import { ledgerClients } from '../../ledger/context.js';
 import { mirrorAccountKeys } from '../../api/auth/accountKeys.js';
 import type { LedgerContext } from '../../api/context.js';
 import { testConfig } from './app.js';
-import { recordSecret } from './secrets.js';
+import { keepLocalnetData, recordSecret } from './secrets.js';
 
 export interface LedgerStack {
   localnet: Localnet;
@@ -41,6 +41,7 @@ export async function startLedgerStack(prefix = 'stack'): Promise<LedgerStack> {
     async stop() {
       client.close();
       await localnet.stop();
+      keepLocalnetData(join(dir, 'localnet'), basename(dir)); // its journal, for the secrets scan
       rmSync(dir, { recursive: true, force: true });
     },
   };

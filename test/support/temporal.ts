@@ -4,11 +4,13 @@
  */
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { inspect } from 'node:util';
 import { inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, IllegalStateError, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 import { keepAliveInterceptor } from '../../worker/keepAlive.js';
+import { runLogFile } from './secrets.js';
 
 const { History } = proto.temporal.api.history.v1;
 
@@ -25,7 +27,37 @@ export interface TestTemporal {
   close(): Promise<void>;
 }
 
+let runtimeLogInstalled = false;
+
+/**
+ * In-process workers log through the process's Temporal Runtime (worker and activity logs, failed
+ * activities with their errors): in an integration run, into `temporal-<pid>.log` of the run's log
+ * directory, which the secrets scan reads, instead of the test output. The Runtime can be installed
+ * once per process, before anything creates it: connectTestTemporal and replayHistoryFile call this
+ * first (other tests that connect on their own call it themselves); in a process
+ * where the Runtime already exists (a reused vitest worker: it was installed by an earlier file)
+ * the existing one is kept.
+ */
+export function installTestRuntimeLog(): void {
+  if (runtimeLogInstalled) return;
+  runtimeLogInstalled = true;
+  const file = runLogFile(`temporal-${process.pid}.log`);
+  if (!file) return;
+  const fd = fs.openSync(file, 'a');
+  const logger = new DefaultLogger('INFO', (e) => {
+    const meta = e.meta && Object.keys(e.meta).length ? ` ${inspect(e.meta, { depth: 8, breakLength: Infinity, maxArrayLength: null, maxStringLength: null })}` : '';
+    fs.writeSync(fd, `${new Date(Number(e.timestampNanos / 1_000_000n)).toISOString()} [${e.level}] ${e.message}${meta}\n`);
+  });
+  try {
+    Runtime.install({ logger });
+  } catch (err) {
+    fs.closeSync(fd);
+    if (!(err instanceof IllegalStateError)) throw err;
+  }
+}
+
 export async function connectTestTemporal(prefix?: string): Promise<TestTemporal> {
+  installTestRuntimeLog();
   const address = inject('temporalAddress');
   const connection = await NativeConnection.connect({ address });
   const clientConnection = await Connection.connect({ address });
@@ -55,6 +87,7 @@ export async function recordHistory(client: Client, workflowId: string, file: st
  * (or another replay failure) when the code no longer produces the recorded commands.
  */
 export async function replayHistoryFile(file: string, workflowsPath: string, workflowId = 'replay'): Promise<void> {
+  installTestRuntimeLog();
   const history = History.decode(fs.readFileSync(file));
   await Worker.runReplayHistory({ workflowsPath }, history, workflowId);
 }

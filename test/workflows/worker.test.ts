@@ -11,7 +11,7 @@ import { connectWorker, createWorker } from '../../worker/createWorker.js';
 import { dataConverter } from '../../temporal/connection.js';
 import { ENCODING } from '../../temporal/codec.js';
 import { testConfig } from '../support/app.js';
-import { uniqueTaskQueue } from '../support/temporal.js';
+import { installTestRuntimeLog, uniqueTaskQueue } from '../support/temporal.js';
 import { addSignal, harnessCounter } from './fixtures/harnessWorkflows.js';
 
 const workflowsPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'harnessWorkflows.ts');
@@ -24,6 +24,7 @@ describe('worker with the payload codec', () => {
   });
 
   it('connects, runs a workflow, and keeps its payloads encrypted in history', async () => {
+    installTestRuntimeLog(); // before connectWorker creates the Runtime
     const taskQueue = uniqueTaskQueue('codec');
     const connection = await connectWorker(config);
     closers.push(() => connection.close());
