@@ -5,6 +5,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { AppContext } from './context.js';
 import { ApiError, errorBody } from './errors.js';
 
@@ -23,8 +24,8 @@ export async function startOrAttach(
   workflowType: string,
   workflowId: string,
   arg: unknown,
-  /** what the Temporal UI shows for the run (summary line, details) */
-  display: { staticSummary?: string; staticDetails?: string } = {},
+  /** what the Temporal UI shows for the run (summary line, details); REJECT_DUPLICATE: a closed run is never started again */
+  display: { staticSummary?: string; staticDetails?: string; workflowIdReusePolicy?: WorkflowIdReusePolicy } = {},
 ): Promise<WorkflowHandle> {
   const client = await temporalClient(ctx);
   try {

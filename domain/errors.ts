@@ -123,6 +123,7 @@ export const SERVICE_ERRORS = [
   { code: 'trust_domain_not_found', http_status: 404, agent_impact: 'The domain does not resolve to a public address, so it cannot be scanned.', hint_template: 'Check the spelling of {domain} and its A/AAAA records', affected_routes: [TRUST_SNAPSHOT, TRUST_ATTEST], recovery_action: 'change_request' },
   { code: 'trust_snapshot_failed', http_status: 503, agent_impact: 'The trust snapshot could not be generated now (DNS resolver failure or scan over its time budget).', hint_template: 'Retry in a few seconds', affected_routes: [TRUST_SNAPSHOT, TRUST_ATTEST], recovery_action: 'wait_and_retry' },
   { code: 'trust_rule_not_found', http_status: 404, agent_impact: 'No agent-readiness rule has this id.', hint_template: 'See the rule ids at /rules (AR-001 ...)', affected_routes: [RULE], recovery_action: 'change_request' },
+  { code: 'idempotency_key_reused', http_status: 409, agent_impact: 'The Idempotency-Key was already used (within 24 h) for a different task post by this poster; nothing was created.', hint_template: 'Send a new Idempotency-Key for a new task, or resend the original body to get task {taskId}', affected_routes: ['/market/tasks', '/market/tasks/signed'], recovery_action: 'change_request', charge: 'never' },
   { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: [...WORKFLOW, AGENTS_REBUILD], recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
 

@@ -14,6 +14,7 @@ import {
   VERIFIER_TYPES,
 } from '../../domain/market.js';
 import { didString, linkMapSchema, paginationQuery } from './common.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../../domain/idempotency.js';
 
 const privateKeyString = (who: string) =>
   z.string().min(1).max(256).describe(`The ${who} account's private key (DER hex, or 0x-hex ECDSA). Used in memory to sign, never stored, logged or returned`);
@@ -46,6 +47,18 @@ export const taskPostSignedBodySchema = z
   .object({ ...postFields, posterPrivateKey: privateKeyString('poster') })
   .strict()
   .meta({ id: 'TaskPostSigned' });
+
+/** The optional Idempotency-Key header of the two posting routes (domain/idempotency.ts). */
+export const taskPostHeadersSchema = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(IDEMPOTENCY_KEY_PATTERN, 'must be 1-64 characters of A-Z a-z 0-9 . _ : -')
+    .optional()
+    .describe(
+      'Idempotency-Key (IETF draft): a retry of the same post with the same key and body answers the same task instead of creating another; ' +
+        'scoped to posterDid, kept 24 h; the same key with another body is 409 idempotency_key_reused',
+    ),
+});
 
 export const taskIdParams = z.object({ taskId: z.string().min(1).max(64) });
 

@@ -3,6 +3,8 @@
  *
  *   POST /market/tasks                          DID-signed; poster passport on the ledger
  *   POST /market/tasks/signed                   posterDid + posterPrivateKey: the schedule is signed here (funded)
+ *                                               (both: optional Idempotency-Key header, recorded before the
+ *                                               workflow starts; a retry answers the same task)
  *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed)
  *   POST .../claim, .../claim-with-key          claimer passport on the ledger
  *   POST .../deliver, .../deliver-with-key      resultBody <= 4096 bytes or resultIpfs
@@ -20,7 +22,7 @@ import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../context.js';
-import { ApiError } from '../../errors.js';
+import { ApiError, echo } from '../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import {
   claimBodySchema,
@@ -36,9 +38,13 @@ import {
   taskListQuerySchema,
   taskListSchema,
   taskPostBodySchema,
+  taskPostHeadersSchema,
   taskPostSignedBodySchema,
   taskSchema,
 } from '../../schemas/market.js';
+import { IDEMPOTENCY_KEY_TTL_MS, postFingerprint } from '../../../domain/idempotency.js';
+import { findTask } from '../../../db/queries/tasks.js';
+import { claimIdempotencyKey, deleteExpiredIdempotencyKeys, findIdempotencyKey, type IdempotencyRow } from '../../../db/queries/taskIdempotency.js';
 import {
   hbarToTinybars,
   isResultBodyTooLarge,
@@ -130,7 +136,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
 
   // ---------------------------------------------------------------- posting
 
-  function newTask(body: PostBody): TaskRecord {
+  function newTask(body: PostBody, taskId: string = uuidv7()): TaskRecord {
     const priceTinybars = hbarToTinybars(body.priceHbar);
     if (priceTinybars === null) throw new ApiError('invalid_request', 'priceHbar must be a positive number of HBAR with at most 8 decimals', { hint: 'e.g. 2.5' });
     const verifierType = body.verifierType ?? 'none';
@@ -140,7 +146,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     }
     return postedTask(
       {
-        taskId: uuidv7(),
+        taskId,
         title: body.title,
         description: body.description ?? '',
         priceHbar: body.priceHbar,
@@ -157,11 +163,8 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     );
   }
 
-  /** Starts the task's workflow and waits for the posting step (the schedule exists afterwards). */
-  async function post(body: PostBody): Promise<TaskRecord> {
-    const poster = partyOf(ctx, body.posterDid, 'posterDid');
-    const task = newTask(body);
-    await requireActivePassport(ctx, poster, 'poster');
+  /** Starts (or attaches to) the task's workflow and waits for the posting step (the schedule exists afterwards). */
+  async function startTask(task: TaskRecord): Promise<TaskRecord> {
     const input: TaskLifecycleInput = { task, timings: state.taskTimings };
     await startOrAttach(ctx, TASK_WORKFLOW_TYPE, taskWorkflowId(task.taskId), input, {
       staticSummary: `${task.title.slice(0, 80)} | ${task.priceHbar} HBAR`,
@@ -174,15 +177,76 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       ]
         .filter(Boolean)
         .join('\n'),
+      // a task id is never reused: a retry after the task's workflow closed attaches, never starts it again
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
-    const posted = await runTaskUpdate(ctx, task, syncUpdate);
-    if (posted.status === 'cancelled') {
+    return postedOrRefused(await runTaskUpdate(ctx, task, syncUpdate));
+  }
+
+  /** The posting step's outcome: a task whose schedule could not be created ended cancelled at posting (400). */
+  function postedOrRefused(posted: TaskRecord): TaskRecord {
+    if (posted.status === 'cancelled' && posted.escrow && posted.escrowStatus === 'none' && posted.scheduleId === null) {
       throw new ApiError('invalid_request', 'The escrow schedule could not be created for this poster', { hint: 'The poster account must exist and hold the price' });
     }
     return posted;
   }
 
-  const postResponses = { 200: taskSchema, ...errorResponses(202, 400, 401, 403, 500, 502, 503) };
+  /**
+   * The task an Idempotency-Key already stands for (same poster, same fingerprint): as it is now
+   * when its posting step is done (the projection has it), else its workflow is started or attached
+   * to with the recorded task id, so a post whose answer was lost, or that crashed between
+   * recording the key and starting the workflow, is finished by the retry and never posted twice.
+   */
+  async function replay(route: string, body: PostBody, row: IdempotencyRow, fingerprint: string): Promise<TaskRecord> {
+    if (row.request_sha256 !== fingerprint) {
+      throw new ApiError('idempotency_key_reused', `Idempotency-Key ${echo(row.idempotency_key)} was already used by ${body.posterDid} for another request (task ${row.task_id})`, {
+        hint: `Send a new Idempotency-Key for a new task, or resend the original ${route} body to get task ${row.task_id}`,
+      });
+    }
+    const existing = await findTask(state.book.sql, row.task_id);
+    if (existing) return postedOrRefused(existing.record);
+    await requireActivePassport(ctx, partyOf(ctx, body.posterDid, 'posterDid'), 'poster');
+    return startTask(newTask(body, row.task_id));
+  }
+
+  /**
+   * Posts a task: checks the body and the poster's passport, records the Idempotency-Key (when sent)
+   * before the workflow starts, and waits for the posting step. `route` and the body without any
+   * private key are the key's fingerprint.
+   */
+  async function post(route: string, body: PostBody, idempotencyKey: string | undefined): Promise<TaskRecord> {
+    const poster = partyOf(ctx, body.posterDid, 'posterDid');
+    const fingerprint = idempotencyKey === undefined ? '' : postFingerprint(route, body as Record<string, unknown>);
+    if (idempotencyKey !== undefined) {
+      const known = await findIdempotencyKey(state.book.sql, body.posterDid, idempotencyKey, IDEMPOTENCY_KEY_TTL_MS);
+      if (known) return replay(route, body, known, fingerprint);
+    }
+    const task = newTask(body);
+    await requireActivePassport(ctx, poster, 'poster');
+    if (idempotencyKey !== undefined) {
+      const { row, created } = await claimIdempotencyKey(state.book.sql, {
+        posterDid: body.posterDid,
+        key: idempotencyKey,
+        requestSha256: fingerprint,
+        taskId: task.taskId,
+        ttlMs: IDEMPOTENCY_KEY_TTL_MS,
+      });
+      // another request with the same key got there first (two concurrent tries): answer its task
+      if (!created) return replay(route, body, row, fingerprint);
+      sweepExpiredKeys();
+    }
+    return startTask(task);
+  }
+
+  /** Keys older than 24 h are deleted now and then, after a new key is recorded (at most once a minute per process). */
+  let lastSweep = 0;
+  function sweepExpiredKeys(): void {
+    if (Date.now() - lastSweep < 60_000) return;
+    lastSweep = Date.now();
+    deleteExpiredIdempotencyKeys(state.book.sql, new Date(Date.now() - IDEMPOTENCY_KEY_TTL_MS)).catch((err) => app.log.warn({ err }, 'idempotency key sweep failed'));
+  }
+
+  const postResponses = { 200: taskSchema, ...errorResponses(202, 400, 401, 403, 409, 500, 502, 503) };
 
   app.post(
     '/market/tasks',
@@ -194,11 +258,12 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
           'Creates the task and, unless escrow is false, a scheduled transfer of the price from the poster to the escrow account (escrowStatus scheduled). ' +
           'The poster signs the schedule at completion (posterPrivateKey), or at once with POST /market/tasks/signed (funded).',
         body: taskPostBodySchema,
+        headers: taskPostHeadersSchema,
         response: postResponses,
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answer(reply, () => post(request.body)),
+    async (request, reply) => answer(reply, () => post('/market/tasks', request.body, request.headers['idempotency-key'])),
   );
 
   app.post(
@@ -211,6 +276,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
           'posterPrivateKey signs the escrow schedule (a ScheduleSign paid by the service) inside this process; it is never stored, logged or returned. ' +
           'The schedule executes and the price sits in the escrow account: escrowStatus funded.',
         body: taskPostSignedBodySchema,
+        headers: taskPostHeadersSchema,
         response: postResponses,
       },
     },
@@ -220,7 +286,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       const key = await requireOwnPrivateKey(ctx.ledger!.keys, poster, posterPrivateKey, 'posterPrivateKey', 'poster');
       let task: TaskRecord;
       try {
-        task = await post(body);
+        task = await post('/market/tasks/signed', body, request.headers['idempotency-key']);
       } catch (err) {
         if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
         throw err;

@@ -6,6 +6,7 @@
  *
  * The private key is only held in memory by this object; nothing here logs or returns it.
  */
+import { randomUUID } from 'node:crypto';
 import createClient, { type Client } from 'openapi-fetch';
 import { AccountId, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
 import type { paths } from './schema.js';
@@ -160,8 +161,13 @@ export class AgentPassportClient {
   }
 
   /** A signed (and, when `pay`, x402-paying) JSON request; 202 answers are polled at their Location. */
-  async request(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, opts: { sign?: boolean; pay?: boolean; poll?: boolean } = {}): Promise<Json> {
-    const headers: Record<string, string> = {};
+  async request(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    body?: unknown,
+    opts: { sign?: boolean; pay?: boolean; poll?: boolean; headers?: Record<string, string> } = {},
+  ): Promise<Json> {
+    const headers: Record<string, string> = { ...opts.headers };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (opts.sign) Object.assign(headers, await this.signIn());
     let f = this.fetchImpl;
@@ -270,9 +276,28 @@ export class AgentPassportClient {
   }
 
   // ---- marketplace ----
-  /** Posts a task. Default escrow false: the poster pays at completion with a transfer signed here. */
-  async postTask(task: { title: string; priceHbar: number; description?: string; capabilities?: string[]; deadline?: string; escrow?: boolean }) {
-    return this.request('POST', '/market/tasks', { posterDid: this.did, escrow: false, ...task }, { sign: true });
+  /**
+   * Posts a task. Default escrow false: the poster pays at completion with a transfer signed here.
+   * One logical post sends one Idempotency-Key (fresh unless given) and reuses it when it retries
+   * (a network failure, 502 or 503, up to `attempts` tries with a fresh sign-in each), so a lost
+   * answer never makes a second task: the service answers the task the key already stands for.
+   */
+  async postTask(
+    task: { title: string; priceHbar: number; description?: string; capabilities?: string[]; deadline?: string; escrow?: boolean },
+    opts: { idempotencyKey?: string; attempts?: number } = {},
+  ) {
+    const headers = { 'idempotency-key': opts.idempotencyKey ?? randomUUID() };
+    const attempts = Math.max(1, opts.attempts ?? 3);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.request('POST', '/market/tasks', { posterDid: this.did, escrow: false, ...task }, { sign: true, headers });
+      } catch (err) {
+        const retryable = !(err instanceof ApiRequestError) || err.status === 502 || err.status === 503;
+        if (!retryable || attempt >= attempts) throw err;
+        this.progress(`POST /market/tasks failed (${err instanceof ApiRequestError ? err.status : 'network'}); retrying with the same Idempotency-Key`);
+        await new Promise((r) => setTimeout(r, 500 * attempt));
+      }
+    }
   }
   tasks(query: Query<'/market/tasks'> = {}) {
     return this.read(this.api.GET('/market/tasks', { params: { query } }));
