@@ -37,7 +37,8 @@ export interface ScanReport {
 /** The forms a secret may take in text. */
 export function needlesOf(value: string): string[] {
   const out = new Set([value.toLowerCase()]);
-  if (/^[0-9a-f]{64,}$/i.test(value)) {
+  if (/^30[0-9a-f]{64,}$/i.test(value)) {
+    // a DER key (SEQUENCE, longer than a raw key; the SDK warns about anything else it is given)
     try {
       const raw = PrivateKey.fromStringDer(value).toBytesRaw();
       out.add(Buffer.from(raw).toString('hex'));

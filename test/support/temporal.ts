@@ -49,6 +49,9 @@ export function installTestRuntimeLog(): void {
     fs.writeSync(fd, `${new Date(Number(e.timestampNanos / 1_000_000n)).toISOString()} [${e.level}] ${e.message}${meta}\n`);
   });
   try {
+    // The core's own warnings stay on the console: forwarding them (telemetryOptions.logging.forward)
+    // puts every log line in a 100 ms buffer, and the last lines of a test file were lost when vitest
+    // ended its process.
     Runtime.install({ logger });
   } catch (err) {
     fs.closeSync(fd);
