@@ -9,6 +9,7 @@ import { resolvePostgres } from '../../scripts/lib/postgres.js';
 import { startTemporalDevServer } from '../../scripts/lib/temporalServer.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import { runSecretsScan, secretsRunDir } from '../reliability/secretsTeardown.js';
+import { SECRETS_DIR_ENV } from './consoleLog.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -38,6 +39,7 @@ export default async function setup(project: TestProject) {
   project.provide('temporalAddress', address ?? temporal!.address);
   const secretsDir = secretsRunDir();
   project.provide('secretsDir', secretsDir);
+  process.env[SECRETS_DIR_ENV] = secretsDir; // for onConsoleLog (test/support/consoleLog.ts), in this process
 
   return async () => {
     // the secrets scan (issue 13): logs, database rows and (our own dev server's) histories, before they go
