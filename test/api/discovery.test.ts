@@ -10,6 +10,7 @@ import { createSql, type Sql } from '../../db/client.js';
 import { CHANNELS, notifyChange } from '../../db/notify.js';
 import { passportKey } from '../../db/queries/passports.js';
 import { buildTestApp } from '../support/app.js';
+import { recordSecret } from '../support/secrets.js';
 
 interface Res {
   status: number;
@@ -48,6 +49,7 @@ describe('discovery documents and OAuth client credentials', () => {
   const registerKey = async (name: string) => {
     const r = await post('/api/v1/agents/register', JSON.stringify({ name }), { 'content-type': 'application/json' });
     expect(r.status).toBe(200);
+    recordSecret('registry api key', r.body.api_key); // shown once, never stored nor logged
     return { id: r.body.id as string, key: r.body.api_key as string };
   };
 
@@ -131,6 +133,7 @@ describe('discovery documents and OAuth client credentials', () => {
       expect(r.body).toMatchObject({ token_type: 'Bearer', expires_in: 600, scope: 'registry' });
     }
     const token = byBasic.body.access_token as string;
+    for (const r of [byBasic, byPost, byJson]) recordSecret('oauth access token', r.body.access_token);
     expect(token).not.toContain(key.slice(4));
     const header = decodeProtectedHeader(token);
     expect(header).toMatchObject({ alg: 'EdDSA', typ: 'at+jwt' });

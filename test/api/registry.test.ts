@@ -15,6 +15,7 @@ import { buildApp } from '../../api/app.js';
 import { buildTestApp, testConfig } from '../support/app.js';
 import { connectTestTemporal, type TestTemporal } from '../support/temporal.js';
 import { eventually } from '../support/eventually.js';
+import { recordSecret } from '../support/secrets.js';
 
 interface Res {
   status: number;
@@ -40,7 +41,11 @@ async function call(app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url
   return { status: res.statusCode, headers: res.headers, body: res.body ? res.json() : {} };
 }
 
-const register = (app: FastifyInstance, body: Record<string, unknown>, ip = freshIp()) => call(app, 'POST', '/api/v1/agents/register', { ip, body });
+const register = async (app: FastifyInstance, body: Record<string, unknown>, ip = freshIp()) => {
+  const r = await call(app, 'POST', '/api/v1/agents/register', { ip, body });
+  if (typeof r.body.api_key === 'string') recordSecret('registry api key', r.body.api_key); // shown once, never stored nor logged
+  return r;
+};
 
 
 describe('registry keys (PostgreSQL, Temporal)', () => {
