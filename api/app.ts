@@ -131,17 +131,15 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    if (closing) {
-      reply.header('connection', 'close');
-      return done(new ApiError('service_unavailable', 'The server is shutting down', { hint: 'Retry after 30 seconds (another instance may answer sooner)' }));
-    }
-    done();
-  });
 
   await app.register(errorHandler, { bodyLimit: BODY_LIMIT_BYTES });
+  // security headers, CORS and x-request-id on every answer (the 503 below included)
   await app.register(securityPlugin, { corsOrigins: ctx.config.CORS_ORIGINS });
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
+    reply.header('connection', 'close');
+    done(new ApiError('service_unavailable', 'The server is shutting down', { hint: 'Retry after 30 seconds (another instance may answer sooner)' }));
+  });
   // registry keys and their OAuth tokens (issue 12): who a Bearer credential names, for the keyed rate limit and /api/v1/agents/me
   const registryClients = ctx.sql ? registryClientsFor(app, { sql: ctx.sql, config: ctx.config, issuerOf: (request) => publicBase(ctx, request) }) : undefined;
   await app.register(rateLimitPlugin, {
@@ -153,12 +151,18 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
       timeWindowMs: ctx.config.REGISTRY_KEY_RATE_LIMIT_WINDOW_MS,
       identify: async (request) => (await registryClients.identify(request))?.id ?? null,
     },
+    // Runs on every request: the raw path is looked at first, since request.routeOptions builds an
+    // object per access. Exempt only when the route matched is a probe or a codec route.
     exempt: (request) => {
-      const url = request.routeOptions.url;
-      if (url !== undefined && PROBE_ROUTES.has(url)) return true;
+      const path = request.url;
+      if (path.startsWith('/health')) {
+        const url = request.routeOptions.url;
+        return url !== undefined && PROBE_ROUTES.has(url);
+      }
+      if (!path.startsWith('/codec/')) return false;
       // The codec's own routes, and the browser's preflights for them (routed to CORS's OPTIONS *).
-      const codec = url?.startsWith('/codec/') || (request.method === 'OPTIONS' && request.url.startsWith('/codec/'));
-      return Boolean(codec) && codecTrusts(ctx.config, request);
+      const codec = request.routeOptions.url?.startsWith('/codec/') || request.method === 'OPTIONS';
+      return codec && codecTrusts(ctx.config, request);
     },
   });
   await app.register(openapiPlugin, { publicBaseUrl: ctx.config.PUBLIC_BASE_URL });

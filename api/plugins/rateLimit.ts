@@ -15,12 +15,19 @@
  * headers. A credential identify refuses (unknown, malformed, revoked) is counted against the IP and
  * then answered with its 401: never silently the anonymous quota. Exempt requests are not identified.
  *
- * @fastify/rate-limit reports the reset as seconds from now; the spec wants a Unix timestamp, so
- * the hook rewrites that header right after the limiter set it.
+ * Counting is @fastify/rate-limit's: its stores (an LRU of fixed windows in memory; an atomic Lua
+ * INCR/PEXPIRE per key in Redis). The hook around them is ours, callback-style, because the plugin's
+ * own hook costs about 2 µs per request on the hot reads (an async chain resolving its options per
+ * request; issue 8, "keep the plugin chain cheap"). X-RateLimit-Reset is a Unix timestamp (SPEC 8).
+ *
+ * When Redis fails (down, timing out), each instance counts in its own memory until Redis answers
+ * again, and says so in the log once a minute: the limit holds per instance instead of the API
+ * answering 500 or nothing.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { createRequire } from 'node:module';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import rateLimit, { normalizeIP } from '@fastify/rate-limit';
+import { normalizeIP } from '@fastify/rate-limit';
 import type { Redis } from 'ioredis';
 import { ApiError } from '../errors.js';
 
@@ -32,83 +39,106 @@ export interface RateLimitOptions {
   exempt?: (request: FastifyRequest) => boolean;
   /** the keyed free tier: identify returns the registration id of a valid credential, null for none, throws its 401 */
   keyed?: { max: number; timeWindowMs: number; identify(request: FastifyRequest): Promise<string | null> };
+  /** Addresses the memory store remembers (least recently seen forgotten first). */
+  cacheSize?: number;
 }
 
-const RESET = 'x-ratelimit-reset';
 /** Probes a load balancer or orchestrator sends; never limited. */
 export const PROBE_ROUTES: ReadonlySet<string> = new Set(['/health', '/health/ready']);
 
+/** Redis keys: the namespace the counters always had. */
+const NAMESPACE = 'agent-passport-rl-';
+/** Rate-limit keys of keyed requests (registration ids) start with this; IP keys never do. */
+const KEYED_PREFIX = 'key:';
+const STORE_FAILURE_LOG_EVERY_MS = 60_000;
+
+/** What @fastify/rate-limit's stores answer: the count in the window and the ms left in it. */
+interface WindowCount {
+  current: number;
+  ttl: number;
+}
+interface WindowStore {
+  incr(key: string, cb: (err: Error | null, res: WindowCount | null) => void, timeWindowMs: number, max: number): void;
+}
+type LocalStoreClass = new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => WindowStore;
+type RedisStoreClass = new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key: string) => WindowStore;
+
+// The plugin's stores are CommonJS files without typings of their own.
+const require = createRequire(import.meta.url);
+const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as LocalStoreClass;
+const RedisStore = require('@fastify/rate-limit/store/RedisStore.js') as RedisStoreClass;
+
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Counts a request that never reached routing (malformed URL); throws the 429 ApiError when over. */
+    /** Counts a request that never reached routing (malformed URL); rejects with the 429 ApiError when over. */
     limitBadUrl(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   }
 }
 
-function absoluteReset(reply: FastifyReply): void {
-  const value = reply.getHeader(RESET);
-  const secondsFromNow = Number(value);
-  // Values already above 1e9 are timestamps (the hook may run twice for one reply).
-  if (value !== undefined && Number.isFinite(secondsFromNow) && secondsFromNow < 1e9) {
-    reply.header(RESET, Math.ceil(Date.now() / 1000) + secondsFromNow);
-  }
+/** "1 second", "42 seconds", "1 minute", "2 minutes": how long until the window resets. */
+function duration(seconds: number): string {
+  if (seconds >= 60 && seconds % 60 === 0) return seconds === 60 ? '1 minute' : `${seconds / 60} minutes`;
+  return seconds === 1 ? '1 second' : `${seconds} seconds`;
 }
 
-/** Rate-limit keys of keyed requests (registration ids) start with this; IP keys never do. */
-const KEYED_PREFIX = 'key:';
-
 export default fp(async function rateLimitPlugin(app: FastifyInstance, opts: RateLimitOptions) {
-  const exempt = opts.exempt;
-  const keyed = opts.keyed;
-  const keyedIds = new WeakMap<FastifyRequest, string>();
-  const isKeyed = (key: string | number) => typeof key === 'string' && key.startsWith(KEYED_PREFIX);
-  await app.register(rateLimit, {
-    global: false,
-    max: opts.max,
-    timeWindow: opts.timeWindowMs,
-    redis: opts.redis,
-    nameSpace: 'agent-passport-rl-',
-    allowList: exempt ? (request) => exempt(request) : undefined,
-    addHeadersOnExceeding: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true },
-    addHeaders: { 'x-ratelimit-limit': true, 'x-ratelimit-remaining': true, 'x-ratelimit-reset': true, 'retry-after': true },
-    errorResponseBuilder: (request, context) =>
-      new ApiError('rate_limit_exceeded', `Rate limit exceeded: ${context.max} requests per ${Math.round((keyedIds.has(request) && keyed ? keyed.timeWindowMs : opts.timeWindowMs) / 1000)} s${keyedIds.has(request) ? ' for this key' : ''}`, {
-        hint: `Retry after ${context.after}, when X-RateLimit-Reset is reached`,
-      }),
-  });
+  const { exempt, keyed } = opts;
+  const memory = new LocalStore(false, false, opts.cacheSize ?? 50_000);
+  const shared = opts.redis ? new RedisStore(false, false, opts.redis, NAMESPACE) : undefined;
+  let lastStoreFailureLog = 0;
 
-  const limiter = keyed
-    ? app.rateLimit({
-        keyGenerator: (request) => {
-          const id = keyedIds.get(request);
-          return id ? `${KEYED_PREFIX}${id}` : normalizeIP(request.ip);
-        },
-        max: (_request, key) => (isKeyed(key) ? keyed.max : opts.max),
-        timeWindow: (_request, key) => (isKeyed(key) ? keyed.timeWindowMs : opts.timeWindowMs),
-      })
-    : app.rateLimit();
-  const limit = async (request: FastifyRequest, reply: FastifyReply) => {
-    try {
-      await limiter.call(app, request, reply);
-    } finally {
-      absoluteReset(reply);
-    }
-  };
-  const identifyThenLimit = async (request: FastifyRequest, reply: FastifyReply) => {
+  /** Counts one request against `key`'s window in Redis, in memory while Redis fails. */
+  function increment(key: string, windowMs: number, max: number, cb: (res: WindowCount) => void): void {
+    if (!shared) return memory.incr(key, (_err, res) => cb(res!), windowMs, max);
+    shared.incr(
+      key,
+      (err, res) => {
+        if (!err && res) return cb(res);
+        const now = Date.now();
+        if (now - lastStoreFailureLog >= STORE_FAILURE_LOG_EVERY_MS) {
+          lastStoreFailureLog = now;
+          app.log.warn({ err }, 'rate limit: Redis failed, counting in this instance until it answers');
+        }
+        memory.incr(key, (_e, local) => cb(local!), windowMs, max);
+      },
+      windowMs,
+      max,
+    );
+  }
+
+  /**
+   * Counts the request and writes X-RateLimit-*; `done` gets the 429 when over the limit, else
+   * `after` (a refusal decided before counting), else nothing.
+   */
+  function count(request: FastifyRequest, reply: FastifyReply, registration: string | null, done: HookHandlerDoneFunction, after?: unknown): void {
+    const max = registration && keyed ? keyed.max : opts.max;
+    const windowMs = registration && keyed ? keyed.timeWindowMs : opts.timeWindowMs;
+    const key = registration ? `${KEYED_PREFIX}${registration}` : normalizeIP(request.ip);
+    increment(key, windowMs, max, ({ current, ttl }) => {
+      const seconds = Math.ceil(ttl / 1000);
+      reply.header('x-ratelimit-limit', max);
+      reply.header('x-ratelimit-remaining', Math.max(0, max - current));
+      reply.header('x-ratelimit-reset', Math.ceil(Date.now() / 1000) + seconds);
+      if (current <= max) return done(after as Error | undefined);
+      reply.header('retry-after', seconds);
+      done(
+        new ApiError('rate_limit_exceeded', `Rate limit exceeded: ${max} requests per ${Math.round(windowMs / 1000)} s${registration ? ' for this key' : ''}`, {
+          hint: `Retry after ${duration(seconds)}, when X-RateLimit-Reset is reached`,
+        }),
+      );
+    });
+  }
+
+  function limit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    if (exempt?.(request)) return done();
     // no credential (the common case): straight to the address's window
-    if (!keyed || request.headers.authorization === undefined) return limit(request, reply);
-    let refusal: unknown = null;
-    if (!exempt?.(request)) {
-      try {
-        const id = await keyed.identify(request);
-        if (id) keyedIds.set(request, id);
-      } catch (err) {
-        refusal = err; // counted against the IP first, then answered
-      }
-    }
-    await limit(request, reply);
-    if (refusal) throw refusal;
-  };
-  app.addHook('onRequest', identifyThenLimit);
-  app.decorate('limitBadUrl', limit);
+    if (!keyed || request.headers.authorization === undefined) return count(request, reply, null, done);
+    keyed.identify(request).then(
+      (registration) => count(request, reply, registration, done),
+      (refusal: unknown) => count(request, reply, null, done, refusal), // counted against the IP first, then answered
+    );
+  }
+
+  app.addHook('onRequest', limit);
+  app.decorate('limitBadUrl', (request: FastifyRequest, reply: FastifyReply) => new Promise<void>((resolve, reject) => limit(request, reply, (err) => (err ? reject(err) : resolve()))));
 });

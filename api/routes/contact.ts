@@ -75,6 +75,8 @@ const contactRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; renderer: ContentR
   app.post(
     '/contact',
     {
+      // a form post is answered with an HTML confirmation page
+      config: { document: true },
       bodyLimit: CONTACT_BODY_LIMIT,
       schema: {
         tags: ['content'],

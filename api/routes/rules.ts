@@ -41,7 +41,7 @@ const rulesRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
   app.get('/rules.json', { schema: { tags: ['trust'], summary: 'Agent-readiness rule catalog with its profile hash', response: { 200: ruleCatalogSchema } } }, async (_req, reply) => sendJson(reply, catalogJson));
   app.get(
     '/rules/:id',
-    { schema: { tags: ['trust'], summary: 'One rule: HTML, or JSON when the id ends in .json', params: ruleParams, response: errorResponses(404) } },
+    { config: { document: true }, schema: { tags: ['trust'], summary: 'One rule: HTML, or JSON when the id ends in .json', params: ruleParams, response: errorResponses(404) } },
     async (req, reply) => {
       const asJson = req.params.id.endsWith('.json');
       const id = asJson ? req.params.id.slice(0, -'.json'.length) : req.params.id;

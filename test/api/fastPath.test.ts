@@ -40,14 +40,17 @@ async function referenceCors(corsOrigins: string) {
 
 describe('fast path: headers', () => {
   for (const corsOrigins of ['*', 'https://a.example,https://b.example', 'https://a.example,*']) {
-    it(`CORS headers of simple requests are those @fastify/cors gives (CORS_ORIGINS=${corsOrigins})`, async () => {
+    it(`CORS headers of browser requests are those @fastify/cors gives; other requests get Vary: Origin only (CORS_ORIGINS=${corsOrigins})`, async () => {
       const app = await buildApp({ config: testConfig({ CORS_ORIGINS: corsOrigins }) }, { logger: false });
       const ref = await referenceCors(corsOrigins);
       for (const origin of [undefined, 'https://a.example', 'https://c.example', 'null']) {
         const headers = origin === undefined ? {} : { origin };
         const [got, want] = await Promise.all([app.inject({ url: '/health', headers }), ref.inject({ url: '/health', headers })]);
         expect(got.statusCode).toBe(200);
-        for (const h of CORS_HEADERS) expect([origin, h, got.headers[h]]).toEqual([origin, h, want.headers[h]]);
+        // a browser's request (with Origin): what @fastify/cors gives, and always Vary: Origin;
+        // without Origin (not a CORS request): only Vary: Origin
+        const expected = origin === undefined ? { vary: 'Origin' } : { ...Object.fromEntries(CORS_HEADERS.map((h) => [h, want.headers[h]])), vary: 'Origin' };
+        for (const h of CORS_HEADERS) expect([origin, h, got.headers[h]]).toEqual([origin, h, expected[h as keyof typeof expected]]);
       }
       await Promise.all([app.close(), ref.close()]);
     });
@@ -63,7 +66,8 @@ describe('fast path: headers', () => {
       headers: { origin: 'https://a.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-custom' },
     });
     for (const res of [ok, missing, preflight]) {
-      expect(res.headers['content-security-policy']).toContain("default-src 'self'");
+      expect(res.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(res.headers['x-frame-options']).toBe('DENY');
       expect(res.headers['x-content-type-options']).toBe('nosniff');
       expect(res.headers['strict-transport-security']).toBeDefined();
       expect(res.headers['access-control-allow-origin']).toBe('https://a.example');
@@ -79,6 +83,32 @@ describe('fast path: headers', () => {
     expect(preflight.headers['access-control-max-age']).toBe('600');
     expect(preflight.headers.vary).toBe('Origin, Access-Control-Request-Headers');
     expect(preflight.headers['x-ratelimit-limit']).toBeDefined();
+    await app.close();
+  });
+});
+
+describe('fast path: API and document security headers', () => {
+  it('HTML pages carry helmet\'s document set; JSON answers the API set and none of the document-only headers', async () => {
+    const app = await buildApp({ config: testConfig({}) }, { logger: false });
+    const urls = ['/rules', '/rules/AR-001', '/docs', '/what-is-agent-readiness'];
+    const pages = await Promise.all(urls.map((url) => app.inject({ url })));
+    for (const [i, res] of pages.entries()) {
+      expect([urls[i], res.statusCode < 400]).toEqual([urls[i], true]);
+      expect(res.headers['content-security-policy']).toContain("default-src 'self'");
+      expect(res.headers['content-security-policy']).toContain("script-src 'self' 'unsafe-inline'");
+      expect(res.headers['cross-origin-opener-policy']).toBe('same-origin');
+      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['x-request-id']).toBeDefined();
+    }
+    expect(pages.some((res) => String(res.headers['content-type']).startsWith('text/html'))).toBe(true);
+    for (const url of ['/health', '/catalog', '/rules.json', '/nowhere']) {
+      const res = await app.inject({ url });
+      expect(res.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'");
+      for (const h of ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection']) {
+        expect([url, h, res.headers[h]]).toEqual([url, h, undefined]);
+      }
+    }
     await app.close();
   });
 });

@@ -64,3 +64,23 @@ describe('rate limit with a Redis store shared by two API instances', async () =
     }
   });
 });
+
+describe('rate limit when Redis fails', () => {
+  it('each instance keeps limiting in its own memory: answers carry the headers, the quota holds, nothing 500s', async () => {
+    // a Redis that never answers: a closed port, no offline queue, no retries
+    const { freePort } = await import('../../scripts/lib/ports.js');
+    const redis = new Redis({ host: '127.0.0.1', port: await freePort(), lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    redis.on('error', () => {});
+    const app = await buildTestApp({ RATE_LIMIT_MAX: '3' }, { redis });
+    try {
+      const base = await app.listen({ host: '127.0.0.1', port: 0 });
+      const answers = await hit(base, 4);
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+      expect(answers.map((r) => r.headers.get('x-ratelimit-remaining'))).toEqual(['2', '1', '0', '0']);
+      expect(((await answers[3].json()) as { code: string }).code).toBe('rate_limit_exceeded');
+    } finally {
+      await app.close();
+      redis.disconnect();
+    }
+  });
+});
