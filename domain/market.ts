@@ -239,6 +239,42 @@ export function refusalOf(op: TaskOperation, task: TaskRecord, callerDid?: strin
   }
 }
 
+/** The steps a client may repeat after a lost answer and get the step's outcome. */
+export type RepeatableStep = 'claim' | 'deliver' | 'complete' | 'cancel';
+
+/** A step request as far as it decides whether it repeats a step already taken. */
+export interface StepRequest {
+  callerDid: string;
+  /** deliver: the result sent (the same result, or it is another delivery) */
+  resultBody?: string | null;
+  resultIpfs?: string | null;
+}
+
+/**
+ * True when `op` by this caller is a step the task has already taken (or, in the workflow, is taking
+ * now): the claimer claiming a task it claimed (claimed or delivered), the claimer delivering the
+ * result it delivered (delivered), the poster completing a completed task or cancelling a cancelled
+ * one. Such a request is a retry whose answer was lost: it answers the task as it is, with no second
+ * side effect. Another party, another step or another result is not a repeat (refusalOf decides).
+ */
+export function repeatsStep(op: RepeatableStep, task: TaskRecord, req: StepRequest): boolean {
+  switch (op) {
+    case 'claim':
+      return (task.status === 'claimed' || task.status === 'delivered') && task.claimerDid === req.callerDid;
+    case 'deliver':
+      return (
+        task.status === 'delivered' &&
+        task.claimerDid === req.callerDid &&
+        (req.resultBody ?? null) === task.resultBody &&
+        (req.resultIpfs ?? null) === task.resultIpfs
+      );
+    case 'complete':
+      return task.status === 'completed' && task.posterDid === req.callerDid;
+    case 'cancel':
+      return task.status === 'cancelled' && task.posterDid === req.callerDid;
+  }
+}
+
 function notPoster(task: TaskRecord, callerDid: string): TaskRefusal {
   return { kind: 'not_poster', code: 'auth_did_mismatch', status: 403, message: `${callerDid} is not the poster of task ${task.taskId}`, hint: `Sign as the poster ${task.posterDid}` };
 }

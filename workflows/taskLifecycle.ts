@@ -17,7 +17,9 @@
  *
  * Each step runs alone (a small mutex), publishes its marketplace topic message and writes the
  * projection (+ NOTIFY task_changed), and upserts the search attributes. Validators refuse with a
- * TaskRefusal ApplicationFailure before anything runs; handlers check again under the mutex.
+ * TaskRefusal ApplicationFailure before anything runs; handlers check again under the mutex. The
+ * same party repeating claim, deliver (same result), complete or cancel gets the task after the step
+ * (waiting for it when it is still running), never a refusal and never a second run.
  * Continue-as-new carries the state when the history grows.
  */
 import {
@@ -26,6 +28,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -44,12 +47,15 @@ import {
   isResultIpfs,
   payoutOf,
   refusalOf,
+  repeatsStep,
   RESULT_BODY_MAX_BYTES,
   tinybarsToHbar,
   type TaskMessage,
   type TaskMessageType,
   type TaskOperation,
   type TaskRecord,
+  type RepeatableStep,
+  type StepRequest,
   type TaskRefusal,
 } from '../domain/market.js';
 import {
@@ -80,6 +86,8 @@ export const PriceHbarKey = defineSearchAttributeKey('PriceHbar', SearchAttribut
 const DEFAULT_SCHEDULE_LIFETIME_MS = 30 * 60_000;
 const DEFAULT_RENEW_LEAD_MS = 5 * 60_000;
 const LEDGER_FAILURE_PREFIX = 'LedgerError.';
+/** patched() id: a repeated step (same party, same step) answers the task instead of a refusal. */
+export const REPEATED_STEP_PATCH = 'task-repeated-step-answers-task';
 
 /** Internal bookkeeping carried across continue-as-new. */
 type Carried = NonNullable<TaskLifecycleInput['carried']>;
@@ -290,6 +298,16 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     refuse(refusalOf(op, task, caller));
   }
 
+  /**
+   * A repeat of a step already taken or being taken (domain/market.ts repeatsStep: a retry whose
+   * answer was lost). The validator accepts it (the step's new status is set before its commit ends,
+   * so a retry during the commit would otherwise be refused); the handler, under the mutex, so after
+   * the running step, answers the task as it is without running anything. Histories from before
+   * this rule replay the refusal they recorded (patched).
+   */
+  const repeats = (op: RepeatableStep, req: StepRequest) => repeatsStep(op, task, req);
+  const repeated = (op: RepeatableStep, req: StepRequest) => repeats(op, req) && patched(REPEATED_STEP_PATCH);
+
   // ---------------------------------------------------------------- handlers
 
   setHandler(taskStateQuery, () => ({ ...task }));
@@ -317,13 +335,18 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     claimUpdate,
     (args) =>
       exclusive(async () => {
+        if (repeated('claim', { callerDid: args.claimerDid })) return { ...task };
         check('claim', args.claimerDid);
         task.status = 'claimed';
         task.claimerDid = args.claimerDid;
         await commit('task.claimed', { claimerDid: args.claimerDid });
         return { ...task };
       }),
-    { validator: (args) => check('claim', args.claimerDid) },
+    {
+      validator: (args) => {
+        if (!repeats('claim', { callerDid: args.claimerDid })) check('claim', args.claimerDid);
+      },
+    },
   );
 
   const checkDelivery = (args: { resultBody?: string; resultIpfs?: string }) => {
@@ -334,10 +357,17 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     if (args.resultIpfs !== undefined && !isResultIpfs(args.resultIpfs)) throw badRequest('resultIpfs is not an IPFS reference', 'Use ipfs://<CID>[/path]');
   };
 
+  const deliveryOf = (args: { claimerDid: string; resultBody?: string; resultIpfs?: string }): StepRequest => ({
+    callerDid: args.claimerDid,
+    resultBody: args.resultBody,
+    resultIpfs: args.resultIpfs,
+  });
+
   setHandler(
     deliverUpdate,
     (args) =>
       exclusive(async () => {
+        if (repeated('deliver', deliveryOf(args))) return { ...task };
         check('deliver', args.claimerDid);
         checkDelivery(args);
         task.status = 'delivered';
@@ -349,6 +379,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
       }),
     {
       validator: (args) => {
+        if (repeats('deliver', deliveryOf(args))) return;
         check('deliver', args.claimerDid);
         checkDelivery(args);
       },
@@ -401,6 +432,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     completeUpdate,
     (args) =>
       exclusive(async () => {
+        if (repeated('complete', { callerDid: args.posterDid })) return { ...task };
         checkComplete(args);
         const claimerAccount = parseHederaDid(task.claimerDid!)?.accountId ?? '';
         if (task.escrow) {
@@ -429,7 +461,11 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
         await commit('task.completed', { claimerDid: task.claimerDid, paymentTxId: task.paymentTxId });
         return { ...task };
       }),
-    { validator: checkComplete },
+    {
+      validator: (args) => {
+        if (!repeats('complete', { callerDid: args.posterDid })) checkComplete(args);
+      },
+    },
   );
 
   async function cancelNow(type: 'task.cancelled' | 'task.expired', reason?: string): Promise<void> {
@@ -442,11 +478,16 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     cancelUpdate,
     (args) =>
       exclusive(async () => {
+        if (repeated('cancel', { callerDid: args.posterDid })) return { ...task };
         check('cancel', args.posterDid);
         await cancelNow('task.cancelled', args.reason);
         return { ...task };
       }),
-    { validator: (args) => check('cancel', args.posterDid) },
+    {
+      validator: (args) => {
+        if (!repeats('cancel', { callerDid: args.posterDid })) check('cancel', args.posterDid);
+      },
+    },
   );
 
   const checkIncrease = (args: { posterDid: string; newPriceHbar: number }) => {

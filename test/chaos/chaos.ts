@@ -272,8 +272,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const a = await ask('POST', `/market/tasks/${taskId}/${name}`, body, headers);
         if (again(a)) continue;
         if (a!.status === 200) return true;
-        // a refusal after a lost answer ("is delivered; deliver needs claimed"): the earlier try went
-        // through and the projection the reads come from may be a moment behind the workflow
+        // the same step repeated after a lost answer answers 202 or 200 (docs/decisions.md, "A repeated
+        // step answers its outcome"), so a refusal is not expected here; reads may be a moment behind
+        // the workflow, so look again before counting it as refused
         for (let look = 0; look < 20; look++) {
           const now = await taskStatus(taskId);
           if (now && reached(now)) return true;

@@ -14,6 +14,9 @@
  *                                               without escrow: the directPayment hook of payment.ts
  *   GET  .../escrow-status
  *
+ * The same party repeating claim, deliver (same result), complete or cancel after a lost answer gets
+ * the step's outcome (200 with the task once it is written, 202 while it runs), never a refusal.
+ *
  * Handlers are thin: rules come from domain/market.ts, side effects happen in the taskLifecycle
  * workflow (one per task). A private key from a body signs inside this process only (ScheduleSign
  * bytes), is never logged, stored or handed to a workflow; -with-key variants prove the DID by the key.
@@ -50,7 +53,10 @@ import {
   isResultBodyTooLarge,
   isResultIpfs,
   postedTask,
+  repeatsStep,
   RESULT_BODY_MAX_BYTES,
+  type RepeatableStep,
+  type StepRequest,
   type TaskRecord,
   type VerifierType,
 } from '../../../domain/market.js';
@@ -124,14 +130,32 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     await state.book.close();
   });
 
-  /** Answers a step's outcome, or 202 when it is still running. */
-  async function answer(reply: FastifyReply, run: () => Promise<TaskRecord>) {
+  /**
+   * Answers a step's outcome, or 202 when it is still running. With `repeat`, a refusal is checked
+   * against the written task once more: a repeat of a step that committed meanwhile (the workflow
+   * may have ended since the route read the task) answers the task, like a repeat seen at first.
+   */
+  async function answer(reply: FastifyReply, run: () => Promise<TaskRecord>, repeat?: { op: RepeatableStep; taskId: string; req: StepRequest }) {
     try {
       return taskResponse(await run());
     } catch (err) {
       if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
+      if (repeat && err instanceof ApiError) {
+        const now = await loadTask(state, repeat.taskId);
+        if (repeatsStep(repeat.op, now, repeat.req)) return taskResponse(now);
+      }
       throw err;
     }
+  }
+
+  /**
+   * The same party repeating a step the task has taken (a retry whose answer was lost: claim by its
+   * claimer, deliver of the same result, complete or cancel by the poster of a completed or cancelled
+   * task) gets the task as written, 200, and nothing runs again. A repeat of the step the workflow is
+   * running now passes the checks here (the written task is a step behind) and the workflow answers it.
+   */
+  function repeatOf(op: RepeatableStep, task: TaskRecord, req: StepRequest) {
+    return repeatsStep(op, task, req) ? taskResponse(task) : null;
   }
 
   // ---------------------------------------------------------------- posting
@@ -362,9 +386,12 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
   async function claim(reply: FastifyReply, taskId: string, claimerDid: string) {
     const claimer = partyOf(ctx, claimerDid, 'claimerDid');
     const task = await loadTask(state, taskId);
+    const req = { callerDid: claimerDid };
+    const repeat = repeatOf('claim', task, req);
+    if (repeat) return repeat;
     refuseEarly('claim', task, claimerDid);
     await requireActivePassport(ctx, claimer, 'claimer');
-    return answer(reply, () => runTaskUpdate(ctx, task, claimUpdate, { claimerDid }));
+    return answer(reply, () => runTaskUpdate(ctx, task, claimUpdate, { claimerDid }), { op: 'claim', taskId: task.taskId, req });
   }
 
   app.post(
@@ -401,13 +428,16 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       throw new ApiError('invalid_request', 'resultIpfs is not an IPFS reference', { hint: 'Use ipfs://<CID>[/path]' });
     }
     const task = await loadTask(state, taskId);
+    const req = { callerDid: body.claimerDid, resultBody: body.resultBody, resultIpfs: body.resultIpfs };
+    const repeat = repeatOf('deliver', task, req);
+    if (repeat) return repeat;
     refuseEarly('deliver', task, body.claimerDid);
     const args = {
       claimerDid: body.claimerDid,
       ...(body.resultBody !== undefined ? { resultBody: body.resultBody, resultSha256: sha256Hex(body.resultBody) } : {}),
       ...(body.resultIpfs !== undefined ? { resultIpfs: body.resultIpfs } : {}),
     };
-    return answer(reply, () => runTaskUpdate(ctx, task, deliverUpdate, args));
+    return answer(reply, () => runTaskUpdate(ctx, task, deliverUpdate, args), { op: 'deliver', taskId: task.taskId, req });
   }
 
   app.post(
@@ -453,8 +483,15 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
     },
     async (request, reply) => {
       const task = await loadTask(state, request.params.taskId);
+      const req = { callerDid: request.body.posterDid };
+      const repeat = repeatOf('cancel', task, req);
+      if (repeat) return repeat;
       refuseEarly('cancel', task, request.body.posterDid);
-      return answer(reply, () => runTaskUpdate(ctx, task, cancelUpdate, { posterDid: request.body.posterDid, reason: request.body.reason }));
+      return answer(reply, () => runTaskUpdate(ctx, task, cancelUpdate, { posterDid: request.body.posterDid, reason: request.body.reason }), {
+        op: 'cancel',
+        taskId: task.taskId,
+        req,
+      });
     },
   );
 
@@ -482,7 +519,11 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
   async function complete(reply: FastifyReply, taskId: string, body: { posterDid: string; posterPrivateKey?: string; txBytes?: string; publicKey?: string; signature?: string }) {
     const poster = partyOf(ctx, body.posterDid, 'posterDid');
     const task = await loadTask(state, taskId);
+    const req = { callerDid: body.posterDid };
+    const repeat = repeatOf('complete', task, req);
+    if (repeat) return repeat;
     refuseEarly('complete', task, body.posterDid);
+    const again = { op: 'complete' as const, taskId: task.taskId, req };
     if (task.escrow) {
       if (!body.posterPrivateKey) {
         throw new ApiError('invalid_request', 'This task is paid from escrow: posterPrivateKey is required (a signature-only transfer cannot release it)', {
@@ -494,13 +535,13 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app,
       }
       const key: PrivateKey = await requireOwnPrivateKey(ctx.ledger!.keys, poster, body.posterPrivateKey, 'posterPrivateKey', 'poster');
       const scheduleSigns = await signScheduleSigns(ctx, pendingSchedules(task), key);
-      return answer(reply, () => runTaskUpdate(ctx, task, completeUpdate, { posterDid: body.posterDid, scheduleSigns }));
+      return answer(reply, () => runTaskUpdate(ctx, task, completeUpdate, { posterDid: body.posterDid, scheduleSigns }), again);
     }
     if (!state.directPayment) {
       throw new ApiError('invalid_request', 'Completing a task without escrow is not available on this server', { hint: 'Post tasks with escrow' });
     }
     const directTransferBytes = await state.directPayment({ task, body });
-    return answer(reply, () => runTaskUpdate(ctx, task, completeUpdate, { posterDid: body.posterDid, directTransferBytes }));
+    return answer(reply, () => runTaskUpdate(ctx, task, completeUpdate, { posterDid: body.posterDid, directTransferBytes }), again);
   }
 
   app.post(
