@@ -14,6 +14,7 @@ import {
   parseTaskMessage,
   payoutOf,
   refusalOf,
+  repeatsStep,
   TASK_OPERATIONS,
   TASK_STATUSES,
   tinybarsToHbar,
@@ -60,6 +61,32 @@ describe('task state machine (SPEC 3)', () => {
     expect(increaseRefusal(task(), 1.5)?.status).toBe(400);
     expect(increaseRefusal(task(), 2.000000001)?.status).toBe(400);
     expect(increaseRefusal(task(), 2.00000001)).toBeNull();
+  });
+
+  it('a repeated step (same party, same step, same result) is recognised only where the step was taken, which refusalOf refuses', () => {
+    const other = 'did:hedera:local:0.0.1003';
+    const delivered = task({ status: 'delivered', claimerDid: claimer, resultBody: 'r', resultIpfs: null });
+    expect(repeatsStep('claim', task({ status: 'claimed', claimerDid: claimer }), { callerDid: claimer })).toBe(true);
+    expect(repeatsStep('claim', delivered, { callerDid: claimer })).toBe(true);
+    expect(repeatsStep('claim', delivered, { callerDid: other })).toBe(false);
+    expect(repeatsStep('claim', task({ status: 'completed', claimerDid: claimer }), { callerDid: claimer })).toBe(false);
+    expect(repeatsStep('deliver', delivered, { callerDid: claimer, resultBody: 'r' })).toBe(true);
+    expect(repeatsStep('deliver', delivered, { callerDid: claimer, resultBody: 'other' })).toBe(false);
+    expect(repeatsStep('deliver', delivered, { callerDid: claimer, resultIpfs: 'ipfs://x' })).toBe(false);
+    expect(repeatsStep('deliver', delivered, { callerDid: other, resultBody: 'r' })).toBe(false);
+    expect(repeatsStep('complete', task({ status: 'completed', claimerDid: claimer }), { callerDid: poster })).toBe(true);
+    expect(repeatsStep('complete', task({ status: 'completed', claimerDid: claimer }), { callerDid: claimer })).toBe(false);
+    expect(repeatsStep('cancel', task({ status: 'cancelled' }), { callerDid: poster })).toBe(true);
+    expect(repeatsStep('cancel', task({ status: 'completed' }), { callerDid: poster })).toBe(false);
+    // a repeat never stands for a step that may still be taken: it only turns a refusal into the task
+    for (const op of ['claim', 'deliver', 'complete', 'cancel'] as const) {
+      for (const status of TASK_STATUSES) {
+        for (const caller of [poster, claimer, other]) {
+          const t = task({ status, claimerDid: status === 'posted' ? null : claimer, resultBody: 'r' });
+          if (repeatsStep(op, t, { callerDid: caller, resultBody: 'r' })) expect(refusalOf(op, t, caller), `${op} ${status} ${caller}`).not.toBeNull();
+        }
+      }
+    }
   });
 });
 
