@@ -317,6 +317,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         taskId = a!.body.taskId as string;
       }
       knownTasks.add(taskId);
+      // after a 202 the task is readable once its posting step wrote it: follow the poll link first
+      for (let attempt = 1; !(await taskStatus(taskId)); attempt++) await backoff(attempt, t0);
       const cancel = () => step(poster, taskId!, 'cancel', { posterDid: poster.did }, (s) => s === 'cancelled');
       if (ending < 0.2) return void (await cancel());
       if (!(await step(claimer, taskId, 'claim', { claimerDid: claimer.did }, atLeast('claimed')))) return;
