@@ -9,6 +9,7 @@
  * runs a long version (FUZZ_RUNS=500 by default, no time budget).
  */
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
@@ -22,6 +23,11 @@ import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { passportStateFor } from '../../api/passportState.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
+/**
+ * FUZZ_TRANSPORT: `inject` (Fastify's in-process injection, the default for `npm test`) or `http`
+ * (a real socket to the listening app with the raw path as generated; `npm run fuzz` uses it).
+ */
+const TRANSPORT = process.env.FUZZ_TRANSPORT === 'http' ? 'http' : 'inject';
 /** FUZZ_REQUESTS (the long run: 100,000) spreads that many requests over the operations instead of FUZZ_RUNS each. */
 const REQUESTS = process.env.FUZZ_REQUESTS ? Number(process.env.FUZZ_REQUESTS) : undefined;
 /**
@@ -65,6 +71,34 @@ interface FuzzRequest {
   url: string;
   headers: Record<string, string>;
   payload?: string;
+}
+
+/** What the checks read of an answer, whatever the transport. */
+interface FuzzAnswer {
+  statusCode: number;
+  body: string;
+  json(): Record<string, unknown>;
+}
+
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
+
+/** One request over a real socket; the path goes on the wire exactly as generated. */
+function overHttp(port: number, req: { method: string; url: string; headers: Record<string, string>; payload?: string }): Promise<FuzzAnswer> {
+  return new Promise((resolve, reject) => {
+    const body = req.payload === undefined ? undefined : Buffer.from(req.payload);
+    const headers: Record<string, string> = { ...req.headers, ...(body ? { 'content-length': String(body.length) } : {}) };
+    const r = http.request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers, agent: keepAlive }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ statusCode: res.statusCode ?? 0, body: text, json: () => JSON.parse(text) as Record<string, unknown> });
+      });
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
 }
 
 // ---------------------------------------------------------------- generators
@@ -262,6 +296,7 @@ describe('fuzz: every /openapi.json operation', () => {
   let doc: Schema;
   let agents: TestAgent[] = [];
   let plausible: Plausible;
+  let port = 0;
   const temporal = lazyTemporalClient(testConfig({ TEMPORAL_ADDRESS: inject('temporalAddress') }));
   const admin = randomBytes(16).toString('hex');
 
@@ -284,6 +319,10 @@ describe('fuzz: every /openapi.json operation', () => {
     const state = passportStateFor(stack.ledger);
     state.workflowWaitMs = 300;
     state.workflowIdScope = `fuzz-${randomBytes(4).toString('hex')}-`;
+    if (TRANSPORT === 'http') {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      port = (app.server.address() as { port: number }).port;
+    }
     doc = (await app.inject('/openapi.json')).json();
     operations = operationsOf(doc);
     const accounts = stack.localnet.config.accounts;
@@ -296,6 +335,7 @@ describe('fuzz: every /openapi.json operation', () => {
     };
   }, 180_000);
   afterAll(async () => {
+    keepAlive.destroy();
     await app?.close();
     await temporal.close();
     await sql?.end();
@@ -330,9 +370,14 @@ describe('fuzz: every /openapi.json operation', () => {
           let timer: NodeJS.Timeout | undefined;
           const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), REQUEST_LIMIT_MS)));
           sent++;
-          const res = await Promise.race([app.inject({ method: req.method as 'GET', url: req.url, headers, payload }), hung]).finally(() => clearTimeout(timer));
-          if (res === 'hung') {
-            failures.push(`${req.method} ${req.url.slice(0, 200)}: no answer within ${REQUEST_LIMIT_MS} ms (body ${String(payload).slice(0, 200)})`);
+          const answer: Promise<FuzzAnswer> =
+            TRANSPORT === 'http' ? overHttp(port, { method: req.method, url: req.url, headers, payload }) : app.inject({ method: req.method as 'GET', url: req.url, headers, payload });
+          const res = await Promise.race([answer, hung])
+            .catch((err: NodeJS.ErrnoException) => `no answer: ${err.code ?? err.message}` as const)
+            .finally(() => clearTimeout(timer));
+          if (typeof res === 'string') {
+            const why = res === 'hung' ? `no answer within ${REQUEST_LIMIT_MS} ms` : res;
+            failures.push(`${req.method} ${req.url.slice(0, 200)}: ${why} (body ${String(payload).slice(0, 200)})`);
             return false;
           }
           const where = `${req.method} ${req.url.slice(0, 200)} -> ${res.statusCode}`;
@@ -389,7 +434,7 @@ describe('fuzz: every /openapi.json operation', () => {
       byStatus.set(status, (byStatus.get(status) ?? 0) + n);
     }
     const statuses = [...byStatus.entries()].sort().map(([status, n]) => `${status}: ${n}`).join(', ');
-    console.log(`fuzz: ${operations.length} operations x ${runs} runs: ${sent} requests in ${seconds.toFixed(0)} s, ${failures.length} failures; answers by status: ${statuses}`);
+    console.log(`fuzz (${TRANSPORT}): ${operations.length} operations x ${runs} runs: ${sent} requests in ${seconds.toFixed(0)} s, ${failures.length} failures; answers by status: ${statuses}`);
     if (process.env.FUZZ_VERBOSE) console.log([...outcomes.entries()].sort().map(([k, v]) => `${k}: ${v}`).join('\n'));
     if (unavailable.size) console.log('fuzz: 503 service_unavailable answers (absent dependency):', Object.fromEntries(unavailable));
     expect(failures).toEqual([]);
