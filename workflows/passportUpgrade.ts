@@ -52,7 +52,8 @@ export async function passportUpgrade(input: PassportUpgradeInput): Promise<Pass
   const keyBase = `${workflowInfo().workflowId}/${payment.transactionId}`;
   let updated: { transactionId: string };
   try {
-    updated = await steps.updatePassportMetadata({ idempotencyKey: `${keyBase}/metadata`, serial: input.serial, tier: input.newTier, capabilities: input.capabilities });
+    // the passport's own collection: after a migration (bootstrap:network --new-collection) older passports live in the previous one
+    updated = await steps.updatePassportMetadata({ idempotencyKey: `${keyBase}/metadata`, tokenId: input.tokenId, serial: input.serial, tier: input.newTier, capabilities: input.capabilities });
   } catch (err) {
     if (!isActivityFailure(err)) throw err;
     const reason = `metadata update failed: ${failureReason(err)}`;

@@ -130,11 +130,16 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
     return { transactionId: r.transactionId, sequenceNumber };
   }
 
-  /** Rewrites the passport's NFT metadata in place (TokenUpdateNfts). */
-  async function updatePassportMetadata(input: { idempotencyKey: string; serial: number; tier: Tier; capabilities: Capability[] }): Promise<{ transactionId: string }> {
+  /**
+   * Rewrites the passport's NFT metadata in place (TokenUpdateNfts). `tokenId` names the passport's
+   * collection (a passport of the collection before a migration is upgraded in its own collection);
+   * histories recorded before it was passed mean the current one.
+   */
+  async function updatePassportMetadata(input: { idempotencyKey: string; serial: number; tier: Tier; capabilities: Capability[]; tokenId?: string }): Promise<{ transactionId: string }> {
     const metadata = encodePassportMetadata({ tier: input.tier, capabilities: input.capabilities });
+    const collection = input.tokenId ?? tokenId;
     const r = await ledgerCall('update metadata', () =>
-      submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_update', build: () => buildUpdateNftMetadata({ tokenId, serials: [input.serial], metadata }) }),
+      submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_update', build: () => buildUpdateNftMetadata({ tokenId: collection, serials: [input.serial], metadata }) }),
     );
     return { transactionId: r.transactionId };
   }

@@ -3,7 +3,8 @@
 // fails on the ledger; revocation unfreezes then wipes; the upgrade route asks the ledger (not
 // PostgreSQL) who holds the passport.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountId, NftId, PrivateKey, TokenCreateTransaction, TokenId, TokenType, TransferTransaction, type Client } from '@hashgraph/sdk';
+import { AccountId, NftId, PrivateKey, TokenCreateTransaction, TokenId, TokenMintTransaction, TokenType, TransferTransaction, type Client } from '@hashgraph/sdk';
+import { decodePassportMetadata, encodePassportMetadata } from '../../domain/passportMetadata.js';
 import { createLedgerClient } from '../../ledger/client.js';
 import { LedgerError } from '../../ledger/errors.js';
 import { freezeAccount, wipeNft } from '../../ledger/operations.js';
@@ -135,6 +136,24 @@ describe('passports are non-transferable (frozen holder, ownership read from the
       .setTreasuryAccountId(ps.stack.localnet.config.operator.accountId).setSupplyKey(opKey).setWipeKey(opKey).execute(service)).getReceipt(service)).tokenId!.toString();
     const r = await ps.activities.setPassportFrozen({ idempotencyKey: `test/${legacy}/freeze`, tokenId: legacy, accountId: holder.accountId, frozen: true });
     expect(r).toMatchObject({ status: 'TOKEN_HAS_NO_FREEZE_KEY', accountId: holder.accountId });
+  });
+
+  it('a passport of the collection before a migration is upgraded in its own collection, never the current one', async () => {
+    // the current collection has serial 1 (an earlier test's passport); a previous collection gets its own serial 1
+    const service = ps.stack.ledger.client;
+    const opKey = PrivateKey.fromStringDer(ps.stack.localnet.config.operator.privateKey).publicKey;
+    const previous = (await (await new TokenCreateTransaction().setTokenName('Passports before the migration').setTokenSymbol('OLDP').setTokenType(TokenType.NonFungibleUnique)
+      .setTreasuryAccountId(ps.stack.localnet.config.operator.accountId).setSupplyKey(opKey).setMetadataKey(opKey).execute(service)).getReceipt(service)).tokenId!.toString();
+    const minted = await (await new TokenMintTransaction().setTokenId(previous).addMetadata(encodePassportMetadata({ tier: 'bronze', capabilities: [] })).execute(service)).getReceipt(service);
+    const serial = Number(minted.serials[0]);
+    expect(serial).toBe(1);
+    const currentBefore = (await ps.stack.ledger.mirror.getNft(tokenId, 1))?.metadata;
+    expect(currentBefore).toBeDefined();
+
+    await ps.activities.updatePassportMetadata({ idempotencyKey: `test/${previous}/1/upgrade`, tokenId: previous, serial, tier: 'gold', capabilities: ['api_call'] });
+    const tierOf = async (collection: string) => decodePassportMetadata(Buffer.from((await ps.stack.ledger.mirror.getNft(collection, 1))!.metadata, 'base64'))?.tier;
+    expect(await tierOf(previous)).toBe('gold');
+    expect((await ps.stack.ledger.mirror.getNft(tokenId, 1))?.metadata).toBe(currentBefore);
   });
 
   it('upgrade answers 503 service_unavailable when the mirror cannot say who holds the passport', async () => {
