@@ -105,7 +105,10 @@ describe('fast path: API and document security headers', () => {
     for (const url of ['/health', '/catalog', '/rules.json', '/nowhere']) {
       const res = await app.inject({ url });
       expect(res.headers['content-security-policy']).toBe("default-src 'none'; frame-ancestors 'none'");
-      for (const h of ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection']) {
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+      for (const h of ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-permitted-cross-domain-policies', 'x-xss-protection', 'referrer-policy', 'cross-origin-resource-policy']) {
         expect([url, h, res.headers[h]]).toEqual([url, h, undefined]);
       }
     }
