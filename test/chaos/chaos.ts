@@ -205,9 +205,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       o.log(`[chaos] refused: ${what}: ${a.status} ${JSON.stringify(a.body).slice(0, 300)}`);
     };
 
+    /** what a try got, for the message of an operation that gives up */
+    const describe = (what: string, a: Answer | null) => `${what}: ${a ? `${a.status} ${String(a.body.code ?? a.body.status ?? '')}`.trim() : 'no answer'}`;
     /** a client's pause between two tries of the same request; it gives up after opTimeoutMs */
-    const backoff = async (attempt: number, since: number) => {
-      if (Date.now() - since > o.opTimeoutMs) throw new Error(`no final answer after ${o.opTimeoutMs} ms`);
+    const backoff = async (attempt: number, since: number, last = '') => {
+      if (Date.now() - since > o.opTimeoutMs) throw new Error(`no final answer after ${o.opTimeoutMs} ms${last ? ` (last try: ${last})` : ''}`);
       await sleep(Math.min(3_000, 300 * attempt));
     };
     const holders: TestAgent[] = [];
@@ -217,9 +219,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       let payment: string | null = null;
       const body = JSON.stringify({ tier: 'bronze' });
       const t0 = Date.now();
+      let last = '';
       for (let attempt = 0; ; attempt++) {
-        if (attempt) await backoff(attempt, t0);
+        if (attempt) await backoff(attempt, t0, last);
         const headers = await signed(agent);
+        last = `passport for ${agent.accountId}: sign-in failed`;
         if (!headers) continue;
         let a: Answer | null = null;
         try {
@@ -240,6 +244,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         } catch {
           a = null;
         }
+        last = describe(`passport for ${agent.accountId}`, a);
         if (again(a)) continue;
         if (a!.status === 200) {
           issued++;
@@ -263,13 +268,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     /** one step, retried until the task shows it (or a final refusal) */
     async function step(agent: TestAgent, taskId: string, name: string, body: Json, reached: (status: string) => boolean): Promise<boolean> {
       const t0 = Date.now();
+      let last = '';
       for (let attempt = 0; ; attempt++) {
-        if (attempt) await backoff(attempt, t0);
+        if (attempt) await backoff(attempt, t0, last);
         const status = await taskStatus(taskId);
         if (status && reached(status)) return true;
         const headers = await signed(agent);
+        last = `${name} ${taskId} (task ${status ?? 'unreadable'}): sign-in failed`;
         if (!headers) continue;
         const a = await ask('POST', `/market/tasks/${taskId}/${name}`, body, headers);
+        last = describe(`${name} ${taskId} (task ${status ?? 'unreadable'})`, a);
         if (again(a)) continue;
         if (a!.status === 200) return true;
         // the same step repeated after a lost answer answers 202 or 200 (docs/decisions.md, "A repeated
@@ -301,11 +309,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       // gets the task the first try made (crypto's UUID, so the seeded choices stay as they were)
       const idempotencyKey = `chaos-${randomUUID()}`;
       const title = `chaos task ${idempotencyKey.slice(-12)}`;
+      let last = '';
       for (let attempt = 0; !taskId; attempt++) {
-        if (attempt) await backoff(attempt, t0);
+        if (attempt) await backoff(attempt, t0, last);
         const headers = await signed(poster);
+        last = `post by ${poster.accountId}: sign-in failed`;
         if (!headers) continue;
         const a = await ask('POST', '/market/tasks', { posterDid: poster.did, title, priceHbar, escrow: true }, { ...headers, 'idempotency-key': idempotencyKey });
+        last = describe(`post by ${poster.accountId}`, a);
         // 202: the task exists and its workflow is still on it; the client follows the poll link
         const pending = a?.status === 202 ? /^task:(.+)$/.exec(String(a.body.workflowId ?? '')) : null;
         if (pending) {
@@ -318,7 +329,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
       knownTasks.add(taskId);
       // after a 202 the task is readable once its posting step wrote it: follow the poll link first
-      for (let attempt = 1; !(await taskStatus(taskId)); attempt++) await backoff(attempt, t0);
+      for (let attempt = 1; !(await taskStatus(taskId)); attempt++) await backoff(attempt, t0, `GET /market/tasks/${taskId}: not readable after its post answered 202`);
       const cancel = () => step(poster, taskId!, 'cancel', { posterDid: poster.did }, (s) => s === 'cancelled');
       if (ending < 0.2) return void (await cancel());
       if (!(await step(claimer, taskId, 'claim', { claimerDid: claimer.did }, atLeast('claimed')))) return;
