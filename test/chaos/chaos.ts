@@ -108,7 +108,8 @@ class Stack {
   ) {}
 
   startLocalnet() {
-    return startChildProcess({ name: 'localnet', entry: path.join(root, 'localnet', 'main.ts'), env: this.localnetEnv, readyText: 'localnet ready' });
+    // localnet replays its whole journal on start: about 70 s after 1,000 operations here, over 120 s after 1,500
+    return startChildProcess({ name: 'localnet', entry: path.join(root, 'localnet', 'main.ts'), env: this.localnetEnv, readyText: 'localnet ready', readyTimeoutMs: 900_000 });
   }
   startApi() {
     const probe = async () => (await fetch(`${this.apiUrl}/health`).catch(() => null))?.status === 200;
