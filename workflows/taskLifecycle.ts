@@ -308,6 +308,32 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
   const repeats = (op: RepeatableStep, req: StepRequest) => repeatsStep(op, task, req);
   const repeated = (op: RepeatableStep, req: StepRequest) => repeats(op, req) && patched(REPEATED_STEP_PATCH);
 
+  /**
+   * Steps in flight per party: an Update accepted and not answered yet (waiting for the mutex or
+   * running). The same party's same step arriving meanwhile is answered "still running" by its
+   * validator (202 at the API) instead of queueing a second Update behind the first: a queued retry
+   * holds bytes signed at its request time (valid 120 s) that can expire before its turn, and a client
+   * retrying a slow step would queue them faster than they drain. Only state, no commands: histories
+   * replay as they were (validators do not run on replay).
+   */
+  const inFlight = new Map<string, StepRequest>();
+  /** the same request: the same party, and for deliver the same result (another result is another delivery) */
+  const sameRequest = (a: StepRequest, b: StepRequest) => a.callerDid === b.callerDid && a.resultBody === b.resultBody && a.resultIpfs === b.resultIpfs;
+  const refuseInFlight = (op: RepeatableStep, req: StepRequest) => {
+    const running = inFlight.get(`${op} ${req.callerDid}`);
+    if (!running || !sameRequest(running, req)) return;
+    refuse({ kind: 'invalid', code: 'request_pending', status: 202, message: `The ${op} of task ${task.taskId} by ${req.callerDid} is still running`, hint: `Poll GET /market/tasks/${task.taskId}` });
+  };
+  async function tracked<T>(op: RepeatableStep, req: StepRequest, fn: () => Promise<T>): Promise<T> {
+    const k = `${op} ${req.callerDid}`;
+    inFlight.set(k, req);
+    try {
+      return await fn();
+    } finally {
+      if (inFlight.get(k) === req) inFlight.delete(k);
+    }
+  }
+
   // ---------------------------------------------------------------- handlers
 
   setHandler(taskStateQuery, () => ({ ...task }));
@@ -334,16 +360,17 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
   setHandler(
     claimUpdate,
     (args) =>
-      exclusive(async () => {
+      tracked('claim', { callerDid: args.claimerDid }, () => exclusive(async () => {
         if (repeated('claim', { callerDid: args.claimerDid })) return { ...task };
         check('claim', args.claimerDid);
         task.status = 'claimed';
         task.claimerDid = args.claimerDid;
         await commit('task.claimed', { claimerDid: args.claimerDid });
         return { ...task };
-      }),
+      })),
     {
       validator: (args) => {
+        refuseInFlight('claim', { callerDid: args.claimerDid });
         if (!repeats('claim', { callerDid: args.claimerDid })) check('claim', args.claimerDid);
       },
     },
@@ -366,7 +393,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
   setHandler(
     deliverUpdate,
     (args) =>
-      exclusive(async () => {
+      tracked('deliver', deliveryOf(args), () => exclusive(async () => {
         if (repeated('deliver', deliveryOf(args))) return { ...task };
         check('deliver', args.claimerDid);
         checkDelivery(args);
@@ -376,9 +403,10 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
         task.resultSha256 = args.resultSha256 ?? null;
         await commit('task.delivered', { claimerDid: task.claimerDid, resultSha256: task.resultSha256, resultIpfs: task.resultIpfs });
         return { ...task };
-      }),
+      })),
     {
       validator: (args) => {
+        refuseInFlight('deliver', deliveryOf(args));
         if (repeats('deliver', deliveryOf(args))) return;
         check('deliver', args.claimerDid);
         checkDelivery(args);
@@ -431,7 +459,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
   setHandler(
     completeUpdate,
     (args) =>
-      exclusive(async () => {
+      tracked('complete', { callerDid: args.posterDid }, () => exclusive(async () => {
         if (repeated('complete', { callerDid: args.posterDid })) return { ...task };
         checkComplete(args);
         const claimerAccount = parseHederaDid(task.claimerDid!)?.accountId ?? '';
@@ -460,9 +488,10 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
         task.status = 'completed';
         await commit('task.completed', { claimerDid: task.claimerDid, paymentTxId: task.paymentTxId });
         return { ...task };
-      }),
+      })),
     {
       validator: (args) => {
+        refuseInFlight('complete', { callerDid: args.posterDid });
         if (!repeats('complete', { callerDid: args.posterDid })) checkComplete(args);
       },
     },
@@ -477,14 +506,15 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
   setHandler(
     cancelUpdate,
     (args) =>
-      exclusive(async () => {
+      tracked('cancel', { callerDid: args.posterDid }, () => exclusive(async () => {
         if (repeated('cancel', { callerDid: args.posterDid })) return { ...task };
         check('cancel', args.posterDid);
         await cancelNow('task.cancelled', args.reason);
         return { ...task };
-      }),
+      })),
     {
       validator: (args) => {
+        refuseInFlight('cancel', { callerDid: args.posterDid });
         if (!repeats('cancel', { callerDid: args.posterDid })) check('cancel', args.posterDid);
       },
     },

@@ -11,7 +11,7 @@ import { hbarToTinybars, parseTaskMessage, payoutOf, type TaskMessage } from '..
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
 import { marketState } from '../../api/routes/market/shared.js';
-import { taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
+import { completeUpdate, taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
 import { buyPassport, getJson, startPassportStack, type PassportStack } from './passportHarness.js';
 
 type Json = Record<string, any>;
@@ -69,6 +69,11 @@ describe('retried task steps answer the outcome, never 409, and run once', () =>
   const scheduled = async (taskId: string, activity: string) => {
     const history = await ps.t.client.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory();
     return (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === activity).length;
+  };
+  /** how many Updates of this name the workflow accepted (a rejected one leaves no event) */
+  const accepted = async (taskId: string, update: string) => {
+    const history = await ps.t.client.workflow.getHandle(taskWorkflowId(taskId)).fetchHistory();
+    return (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === update).length;
   };
   /** a funded escrow task (POST /market/tasks/signed: the price sits in escrow) */
   const fundedTask = async (title: string, priceHbar: number): Promise<Json> => {
@@ -218,6 +223,9 @@ describe('retried task steps answer the outcome, never 409, and run once', () =>
     expect(before.escrow - after.escrow).toBe(claimerTinybars + feeTinybars);
     expect(after.poster).toBe(before.poster);
     expect(await scheduled(id, 'payoutEscrow')).toBe(1);
+    // the retries during the step were answered "still running" by the validator, not queued behind it
+    // (a queued retry would hold signed bytes that can expire before its turn)
+    expect(await accepted(id, completeUpdate.name)).toBe(1);
     const msgs = await messagesOf(id, 'task.completed');
     expect(msgs.map((m) => m.type)).toEqual(['task.posted', 'task.claimed', 'task.delivered', 'task.completed']);
   }, 180_000);

@@ -143,6 +143,8 @@ function mapUpdateError(err: unknown, taskId: string): unknown {
     const cause = err.cause;
     if (cause instanceof ApplicationFailure && cause.type === TASK_REFUSAL_TYPE) {
       const r = cause.details?.[0] as TaskRefusal | undefined;
+      // the same party's same step is still running in the workflow: the 202 of a step still running
+      if (r?.code === 'request_pending') return new TaskPending(taskId);
       if (r && typeof r.status === 'number') return refusalError(r);
       return new ApiError('invalid_request', cause.message);
     }
