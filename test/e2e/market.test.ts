@@ -6,7 +6,6 @@
 // pays every fee, including the scheduled transfers' as the schedules' creator, so the parties'
 // balances move by the task amounts only.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountBalanceQuery, AccountId } from '@hashgraph/sdk';
 import { payoutOf, parseTaskMessage, type TaskMessage } from '../../domain/market.js';
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
@@ -15,7 +14,7 @@ import { taskWorkflowId } from '../../workflows/taskTypes.js';
 import { temporal } from '@temporalio/proto';
 import { parsePrivateKey } from '../../ledger/keys.js';
 import { buildTestApp } from '../support/app.js';
-import { getJson, recordFixture, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
+import { getJson, recordFixture, postJson, startPassportStack, tinybarBalance, type PassportStack, buyPassport } from './passportHarness.js';
 
 type Json = Record<string, any>;
 const TINY = 100_000_000n;
@@ -31,15 +30,9 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
   let escrow: string;
   let worker: Awaited<ReturnType<PassportStack['startWorker']>>;
 
-  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${ps.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Json };
-  };
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) => postJson(ps, path, body, headers);
   const signed = async (path: string, signer: TestAgent, body: unknown) => post(path, body, await signedHeaders(ps.app, signer));
-  const balance = async (accountId: string): Promise<bigint> => {
-    const b = await new AccountBalanceQuery().setAccountId(AccountId.fromString(accountId)).execute(ps.stack.ledger.client);
-    return BigInt(b.hbars.toTinybars().toString());
-  };
+  const balance = (accountId: string) => tinybarBalance(ps, accountId);
   const balances = async () => ({
     poster: await balance(poster.accountId),
     claimer: await balance(claimer.accountId),

@@ -7,7 +7,6 @@
 // by the retry; a key older than 24 h no longer counts. The poster's private key never reaches the
 // key table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountBalanceQuery, AccountId } from '@hashgraph/sdk';
 import { v7 as uuidv7 } from 'uuid';
 import { parseTaskMessage } from '../../domain/market.js';
 import { postFingerprint } from '../../domain/idempotency.js';
@@ -16,7 +15,7 @@ import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
 import { marketState } from '../../api/routes/market/shared.js';
 import { taskWorkflowId } from '../../workflows/taskTypes.js';
-import { buyPassport, getJson, startPassportStack, type PassportStack } from './passportHarness.js';
+import { buyPassport, getJson, postJson, startPassportStack, tinybarBalance, type PassportStack } from './passportHarness.js';
 
 type Json = Record<string, any>;
 
@@ -26,20 +25,14 @@ describe('Idempotency-Key on task posting (one task per key and poster, over HTT
   let other: TestAgent;
   let escrow: string;
 
-  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(`${ps.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Json };
-  };
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) => postJson(ps, path, body, headers);
   /** a DID-signed post (fresh challenge each time, as a retrying client does) with an Idempotency-Key */
   const signedPost = async (agent: TestAgent, body: unknown, key?: string) =>
     post('/market/tasks', body, { ...(await signedHeaders(ps.app, agent)), ...(key === undefined ? {} : { 'idempotency-key': key }) });
   const keyedPost = async (body: unknown, key: string) => post('/market/tasks/signed', body, { 'idempotency-key': key });
   const taskBody = (agent: TestAgent, title: string, priceHbar: number, over: Json = {}) => ({ posterDid: agent.did, title, description: 'idempotency', priceHbar, capabilities: ['data_provide'], ...over });
   const newKey = () => `k-${uuidv7()}`;
-  const balance = async (accountId: string): Promise<bigint> => {
-    const b = await new AccountBalanceQuery().setAccountId(AccountId.fromString(accountId)).execute(ps.stack.ledger.client);
-    return BigInt(b.hbars.toTinybars().toString());
-  };
+  const balance = (accountId: string) => tinybarBalance(ps, accountId);
   /** tasks of the projection with this title (each post of a distinct title is one logical task) */
   const tasksTitled = async (title: string) => ps.sql<{ task_id: string }[]>`select task_id from tasks where record->>'title' = ${title}`;
   /** taskLifecycle workflows of this file's task queue at this price (each test uses its own price) */

@@ -6,13 +6,12 @@
 // step, one payout / one refund (balances to the tinybar), one payout activity in the history. Another
 // party, another step or another result is refused as before (SPEC 3).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AccountBalanceQuery, AccountId } from '@hashgraph/sdk';
 import { hbarToTinybars, parseTaskMessage, payoutOf, type TaskMessage } from '../../domain/market.js';
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
 import { marketState } from '../../api/routes/market/shared.js';
 import { completeUpdate, taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
-import { buyPassport, getJson, startPassportStack, type PassportStack } from './passportHarness.js';
+import { buyPassport, getJson, postJson, startPassportStack, tinybarBalance, type PassportStack } from './passportHarness.js';
 
 type Json = Record<string, any>;
 type Answer = { status: number; body: Json };
@@ -29,15 +28,9 @@ describe('retried task steps answer the outcome, never 409, and run once', () =>
   let other: TestAgent;
   let feeBps: number;
 
-  const post = async (path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> => {
-    const res = await fetch(`${ps.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Json };
-  };
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> => postJson(ps, path, body, headers);
   const signed = async (path: string, signer: TestAgent, body: unknown) => post(path, body, await signedHeaders(ps.app, signer));
-  const balance = async (accountId: string): Promise<bigint> => {
-    const b = await new AccountBalanceQuery().setAccountId(AccountId.fromString(accountId)).execute(ps.stack.ledger.client);
-    return BigInt(b.hbars.toTinybars().toString());
-  };
+  const balance = (accountId: string) => tinybarBalance(ps, accountId);
   const balances = async () => ({
     poster: await balance(poster.accountId),
     claimer: await balance(claimer.accountId),

@@ -9,6 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
+import { AccountBalanceQuery, AccountId } from '@hashgraph/sdk';
 import type { FastifyInstance } from 'fastify';
 import type { Worker, WorkerOptions } from '@temporalio/worker';
 import { createSql, type Sql } from '../../db/client.js';
@@ -166,6 +167,18 @@ export async function signedPost(ps: PassportStack, agent: TestAgent, urlPath: s
   const headers = await signedHeaders(ps.app, agent);
   const res = await fetch(`${ps.baseUrl}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers, ...extra }, body: JSON.stringify(body) });
   return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers };
+}
+
+/** A JSON POST with the given headers (none signed here). */
+export async function postJson(ps: PassportStack, urlPath: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${ps.baseUrl}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+/** An account's HBAR balance in tinybars, read from the ledger. */
+export async function tinybarBalance(ps: PassportStack, accountId: string): Promise<bigint> {
+  const b = await new AccountBalanceQuery().setAccountId(AccountId.fromString(accountId)).execute(ps.stack.ledger.client);
+  return BigInt(b.hbars.toTinybars().toString());
 }
 
 export async function getJson(ps: PassportStack, urlPath: string, headers: Record<string, string> = {}) {
