@@ -15,6 +15,7 @@ import {
   type TxRecord,
 } from './state.js';
 import { Journal } from './journal.js';
+import { SNAPSHOT_VERSION, SnapshotStore, tailHash, type Snapshot } from './snapshot.js';
 import { Faults } from './faults.js';
 import { MAX_TX_BYTES, QUERY_COST, TX_FEE, parseTransaction, precheck, type Parsed } from './precheck.js';
 import { dataCase, handlers, isSchedulableCase } from './handlers/index.js';
@@ -47,10 +48,19 @@ export class Engine {
   private queue: Parsed[] = [];
   private timer: NodeJS.Timeout | null = null;
   private replaying = false;
+  /** Journal entries applied to the state (replayed or committed). */
+  private entries = 0;
+  private sinceSnapshot = 0;
+  private snapshotTimer: NodeJS.Immediate | null = null;
+  /** How the last start rebuilt the state. */
+  lastReplay = { fromSnapshot: false, replayed: 0 };
 
   constructor(
     private readonly journal: Journal | null,
     genesisKey: Key,
+    private readonly snapshots: SnapshotStore | null = null,
+    /** Committed transactions between two snapshots. */
+    private readonly snapshotEvery = 1000,
   ) {
     this.genesis(genesisKey);
     this.faults.onDelay = () => this.armFlush();
@@ -80,10 +90,16 @@ export class Engine {
     }
   }
 
-  /** Rebuild state from the journal; returns the number of entries replayed. */
+  /**
+   * Rebuild state: from the snapshot when it matches the journal, then the journal entries after it
+   * (all of them without a snapshot). Returns the number of journal entries the state now covers.
+   */
   replay(): number {
     if (!this.journal) return 0;
-    const entries = this.journal.readAll();
+    const snap = this.snapshots?.read() ?? null;
+    const usable = snap !== null && this.isSnapshotOf(snap);
+    if (usable) this.restore(snap);
+    const entries = this.journal.readFrom(usable ? snap.journalBytes : 0);
     this.replaying = true;
     try {
       for (const e of entries) {
@@ -95,7 +111,61 @@ export class Engine {
     } finally {
       this.replaying = false;
     }
-    return entries.length;
+    this.entries = (usable ? snap.entries : 0) + entries.length;
+    this.lastReplay = { fromSnapshot: usable, replayed: entries.length };
+    // Kills in a row must not pile up journal to replay: the next start begins here.
+    if (entries.length > 0) this.writeSnapshot();
+    return this.entries;
+  }
+
+  private isSnapshotOf(s: Snapshot): boolean {
+    const tail = this.journal!.tail(s.journalBytes, SnapshotStore.tailBytes);
+    return tail.length === Math.min(s.journalBytes, SnapshotStore.tailBytes) && tailHash(tail) === s.tailSha;
+  }
+
+  private restore(s: Snapshot): void {
+    Object.assign(this.state, s.state);
+    this.seen = new Set(s.seen);
+  }
+
+  /** Write the state as it is now (it covers exactly the journal written so far). */
+  writeSnapshot(): void {
+    if (!this.journal || !this.snapshots) return;
+    const st = this.state;
+    const bytes = this.journal.bytes;
+    try {
+      this.snapshots.write({
+        version: SNAPSHOT_VERSION,
+        journalBytes: bytes,
+        entries: this.entries,
+        tailSha: tailHash(this.journal.tail(bytes, SnapshotStore.tailBytes)),
+        state: {
+          accounts: st.accounts,
+          tokens: st.tokens,
+          nfts: st.nfts,
+          topics: st.topics,
+          schedules: st.schedules,
+          records: st.records,
+          recordsByNs: st.recordsByNs,
+          nextEntity: st.nextEntity,
+          lastConsensusNs: st.lastConsensusNs,
+        },
+        // Accepted but not yet at consensus: not in the journal, so not duplicates after a restart.
+        seen: [...this.seen].filter((k) => !this.pending.has(k)),
+      });
+      this.sinceSnapshot = 0;
+    } catch (e) {
+      // The previous snapshot (a prefix of the journal) stays valid; the next start replays more.
+      console.warn(`localnet: snapshot not written: ${(e as Error).message}`);
+    }
+  }
+
+  private snapshotSoon(): void {
+    if (this.snapshotTimer || !this.snapshots) return;
+    this.snapshotTimer = setImmediate(() => {
+      this.snapshotTimer = null;
+      this.writeSnapshot();
+    });
   }
 
   /** Submit a transaction (gRPC or in-process). Returns the precheck code. */
@@ -167,7 +237,10 @@ export class Engine {
     const now = nowNs();
     const ns = now > this.state.lastConsensusNs ? now : this.state.lastConsensusNs + 1n;
     this.applyTop(p, ns);
-    this.journal?.append({ t: ns.toString(), tx: Buffer.from(p.raw).toString('base64') });
+    if (!this.journal) return;
+    this.journal.append({ t: ns.toString(), tx: Buffer.from(p.raw).toString('base64') });
+    this.entries++;
+    if (++this.sinceSnapshot >= this.snapshotEvery) this.snapshotSoon();
   }
 
   private applyTop(p: Parsed, ns: Ns): TxRecord {
@@ -328,6 +401,9 @@ export class Engine {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.faults.onDelay = null;
+    if (this.snapshotTimer) clearImmediate(this.snapshotTimer);
+    this.snapshotTimer = null;
+    if (this.sinceSnapshot > 0) this.writeSnapshot();
   }
 
   get isReplaying(): boolean {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { PrivateKey } from '@hashgraph/sdk';
 import { Engine } from './engine.js';
 import { Journal } from './journal.js';
+import { SnapshotStore } from './snapshot.js';
 import { startGrpcServer } from './grpc-server.js';
 import { startMirrorServer } from './mirror-rest.js';
 import { bootstrap, type AgentAccount, type BootstrapInfo } from './bootstrap.js';
@@ -23,6 +24,8 @@ export interface LocalnetOptions {
   extra?: Record<string, unknown>;
   /** Start the x402 facilitator when localnet/facilitator exists (default true). */
   facilitator?: boolean;
+  /** Committed transactions between two state snapshots (default 1000). */
+  snapshotEvery?: number;
   /** Log a line per started server (default false). */
   log?: (line: string) => void;
 }
@@ -110,7 +113,7 @@ export async function startLocalnet(opts: LocalnetOptions): Promise<Localnet> {
   const genesisKey = PrivateKey.fromStringDer(stateFile.genesisKey);
 
   const journal = new Journal(dataDir);
-  const engine = new Engine(journal, { ed25519: genesisKey.publicKey.toBytesRaw() });
+  const engine = new Engine(journal, { ed25519: genesisKey.publicKey.toBytesRaw() }, new SnapshotStore(dataDir), opts.snapshotEvery);
   const replayed = engine.replay();
   if (replayed === 0) {
     stateFile.bootstrap = await bootstrap(engine, genesisKey);
@@ -129,7 +132,7 @@ export async function startLocalnet(opts: LocalnetOptions): Promise<Localnet> {
     throw e;
   }
   const mirrorUrl = `${mirror.url}/api/v1`;
-  log(`localnet HAPI gRPC ${grpc.address} (node 0.0.3), mirror REST ${mirrorUrl}, replayed ${replayed} transactions`);
+  log(`localnet HAPI gRPC ${grpc.address} (node 0.0.3), mirror REST ${mirrorUrl}, ${replayed} transactions (${engine.lastReplay.fromSnapshot ? 'snapshot + ' : ''}${engine.lastReplay.replayed} replayed)`);
 
   let facilitator: { url: string; stop(): Promise<void> } | null = null;
   if (opts.facilitator !== false) {

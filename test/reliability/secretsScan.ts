@@ -161,8 +161,12 @@ export async function scanForSecrets(opts: {
   for (const f of opts.ledgerDir && fs.existsSync(opts.ledgerDir) ? fs.readdirSync(opts.ledgerDir, { recursive: true, withFileTypes: true }) : []) {
     if (!f.isFile()) continue;
     const file = path.join(f.parentPath, f.name);
-    const raw = fs.readFileSync(file, 'utf8');
-    const { text, transactions } = f.name.endsWith('journal.jsonl') ? journalText(raw) : { text: raw, transactions: 0 };
+    const bytes = fs.readFileSync(file);
+    const raw = bytes.toString('utf8');
+    // A state snapshot (node:v8 format) holds message and key bytes raw: searched as text and as hex.
+    const { text, transactions } = f.name.endsWith('journal.jsonl')
+      ? journalText(raw)
+      : { text: f.name.endsWith('.v8') ? `${raw}\n${bytes.toString('hex')}` : raw, transactions: 0 };
     report.ledgerFiles++;
     report.transactions += transactions;
     hay.search(text, `localnet ${path.relative(opts.ledgerDir!, file)}`);
