@@ -1,6 +1,7 @@
 // Key handling: parse private keys in the formats agents hand us, rebuild public keys from the mirror
 // node's key JSON, and verify signatures with either ED25519 or ECDSA secp256k1 keys.
 // Private keys only live in memory here; nothing in this module logs or stores them.
+import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { PrivateKey, PublicKey } from '@hashgraph/sdk';
 import { LedgerError } from './errors.js';
 
@@ -106,7 +107,35 @@ function toBytes(data: Uint8Array | string, encoding: 'hex' | 'utf8'): Uint8Arra
  */
 export function verifySignature(publicKey: PublicKey, message: Uint8Array | string, signature: Uint8Array | string): boolean {
   try {
-    return publicKey.verify(toBytes(message, 'utf8'), toBytes(signature, 'hex'));
+    const msg = toBytes(message, 'utf8');
+    const sig = toBytes(signature, 'hex');
+    if (keyTypeOf(publicKey) === 'ED25519') return verifyEd25519(publicKey.toBytesRaw(), msg, sig);
+    return publicKey.verify(msg, sig);
+  } catch {
+    return false;
+  }
+}
+
+/** DER SubjectPublicKeyInfo header of an Ed25519 key (RFC 8410), followed by the 32 raw bytes. */
+const ED25519_SPKI_HEADER = Buffer.from('302a300506032b6570032100', 'hex');
+const ed25519KeyObjects = new Map<string, KeyObject>();
+const MAX_CACHED_KEYS = 10_000;
+
+/**
+ * ED25519 verification by Node's OpenSSL (about 0.1 ms) instead of the SDK's pure-JS tweetnacl (about
+ * 11 ms measured here, blocking the event loop for each signed request or ledger transaction).
+ */
+export function verifyEd25519(rawPublicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean {
+  if (rawPublicKey.length !== 32 || signature.length !== 64) return false;
+  const id = Buffer.from(rawPublicKey).toString('hex');
+  let key = ed25519KeyObjects.get(id);
+  try {
+    if (!key) {
+      key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_HEADER, rawPublicKey]), format: 'der', type: 'spki' });
+      if (ed25519KeyObjects.size >= MAX_CACHED_KEYS) ed25519KeyObjects.clear();
+      ed25519KeyObjects.set(id, key);
+    }
+    return cryptoVerify(null, message, key, signature);
   } catch {
     return false;
   }

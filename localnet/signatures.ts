@@ -1,6 +1,7 @@
 // Signature checks as Hedera does them: a SignatureMap of (pubKeyPrefix, signature) pairs over the
 // body bytes, matched against the primitive keys of a key structure (KeyList, ThresholdKey).
 import { PublicKey } from '@hashgraph/sdk';
+import { verifyEd25519 } from '../ledger/keys.js';
 import type { pb as P } from './proto.js';
 
 export type Key = P.IKey;
@@ -63,9 +64,9 @@ export function isSatisfied(k: Key | null | undefined, signers: SignerSet): bool
 }
 
 function verifyOne(k: Key, message: Uint8Array, sig: Uint8Array): boolean {
+  if (k.ed25519) return verifyEd25519(k.ed25519, message, sig);
   try {
-    const pub = k.ed25519 ? PublicKey.fromBytesED25519(k.ed25519) : PublicKey.fromBytesECDSA(k.ECDSASecp256k1!);
-    return pub.verify(message, sig);
+    return PublicKey.fromBytesECDSA(k.ECDSASecp256k1!).verify(message, sig);
   } catch {
     return false;
   }
