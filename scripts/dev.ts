@@ -2,7 +2,8 @@
  * npm run dev: the whole stack on embedded defaults, in dependency order, each stage printing
  * where it listens: PostgreSQL, the Temporal dev server (Web UI :8233), localnet (HAPI gRPC,
  * mirror REST, x402 facilitator), the local EVM node, migrations, the worker, the API. State lives
- * in .data/ so a second run keeps the first run's data. Ctrl-C stops exactly what was started.
+ * in .data/ so a second run keeps the first run's data. localnet, the worker and the API are
+ * restarted when they die. Ctrl-C stops exactly what was started.
  *
  * To add a component, add a Stage to STAGES: it receives what earlier stages exported (env and
  * URLs) and returns its own plus a stop function.
@@ -14,7 +15,7 @@ import { loadConfig } from '../config/index.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { resolvePostgres } from './lib/postgres.js';
 import { devLauncherTemporalOptions, startTemporalDevServer } from './lib/temporalServer.js';
-import { killAllChildren, startChild, type ManagedChild } from './lib/children.js';
+import { killAllChildren, startChild, superviseChild, type ManagedChild, type SupervisedChild } from './lib/children.js';
 import { waitForPort } from './lib/ports.js';
 
 // A local .env (see .env.example) is read when present; the real environment wins.
@@ -62,6 +63,11 @@ function tsxChild(name: string, entry: string, env: Record<string, string>): Man
   return startChild(name, process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, ...env }, output: log(name) });
 }
 
+/** localnet, the worker and the API are restarted when they die (a crash, a kill -9), as in production. */
+function supervisedTsxChild(name: string, entry: string, env: Record<string, string>): SupervisedChild {
+  return superviseChild(() => tsxChild(name, entry, env), log('dev'));
+}
+
 const STAGES: Stage[] = [
   {
     name: 'postgres',
@@ -92,7 +98,7 @@ const STAGES: Stage[] = [
       const grpcPort = process.env.LOCALNET_GRPC_PORT ?? '50211';
       const mirrorPort = process.env.LOCALNET_MIRROR_PORT ?? '5551';
       const facilitatorPort = process.env.FACILITATOR_PORT ?? '4020';
-      const child = tsxChild('localnet', entry, {
+      const child = supervisedTsxChild('localnet', entry, {
         ...env,
         LOCALNET_DATA_DIR: path.join(DATA, 'localnet'),
         LOCALNET_JSON: path.join(DATA, 'localnet.json'),
@@ -136,17 +142,17 @@ const STAGES: Stage[] = [
   {
     name: 'worker',
     async start(env) {
-      const child = tsxChild('worker', 'worker/index.ts', env);
+      const child = supervisedTsxChild('worker', 'worker/index.ts', env);
       return { stop: () => child.stop() };
     },
   },
   {
     name: 'api',
     async start(env) {
-      const child = tsxChild('api', 'api/server.ts', env);
+      const child = supervisedTsxChild('api', 'api/server.ts', env);
       await Promise.race([
         waitForPort(config.PORT, { timeoutMs: 60_000, what: 'API' }),
-        child.exited.then((code) => {
+        child.current.exited.then((code) => {
           throw new Error(`API exited with code ${code}`);
         }),
       ]);

@@ -65,3 +65,51 @@ export function startChild(
   void exited.then(() => running.delete(managed));
   return managed;
 }
+
+export interface SupervisedChild {
+  /** the process running now (a new one after each restart) */
+  readonly current: ManagedChild;
+  /** Stops the process and the supervision: no restart after this. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Keeps a child running the way a process manager does (systemd's Restart=always, a Kubernetes
+ * restart policy): when it exits without being asked to (a crash, a SIGKILL), it is started again
+ * with the same command and environment, after a delay that doubles (1 s up to 30 s) while runs keep
+ * ending within a minute, back to 1 s after a run that lasted longer.
+ */
+export function superviseChild(start: () => ManagedChild, log: (line: string) => void): SupervisedChild {
+  let current = start();
+  let stopping = false;
+  let delayMs = 1_000;
+  let startedAt = Date.now();
+  let timer: NodeJS.Timeout | null = null;
+  const watch = (child: ManagedChild) => {
+    void child.exited.then(() => {
+      if (stopping || child !== current) return;
+      const how = child.process.signalCode ?? `code ${child.process.exitCode}`;
+      if (Date.now() - startedAt > 60_000) delayMs = 1_000;
+      log(`${child.name} exited (${how}); restarting in ${delayMs / 1000} s`);
+      timer = setTimeout(() => {
+        timer = null;
+        if (stopping) return;
+        startedAt = Date.now();
+        current = start();
+        watch(current);
+      }, delayMs);
+      delayMs = Math.min(delayMs * 2, 30_000);
+    });
+  };
+  watch(current);
+  return {
+    get current() {
+      return current;
+    },
+    async stop(graceMs?: number) {
+      stopping = true;
+      if (timer) clearTimeout(timer);
+      await current.stop(graceMs);
+    },
+  };
+}
