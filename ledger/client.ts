@@ -1,7 +1,7 @@
 // Builds the SDK Client for a Hedera network from configuration: local (our localnet: one node at a
 // given address), testnet, mainnet, previewnet; an operator; and tuned retry/backoff.
 import { AccountId, Client, Hbar } from '@hashgraph/sdk';
-import { parsePrivateKey, type KeyType } from './keys.js';
+import { parsePrivateKey, transactionSigner, type KeyType } from './keys.js';
 
 export type HederaNetworkName = 'local' | 'testnet' | 'mainnet' | 'previewnet';
 
@@ -85,10 +85,9 @@ export function createLedgerClient(options: LedgerClientOptions): Client {
     }
   }
   if (options.operator) {
-    client.setOperator(
-      AccountId.fromString(options.operator.accountId),
-      parsePrivateKey(options.operator.privateKey, options.operator.keyType),
-    );
+    // setOperatorWith: the SDK signs with our signer (ED25519 by Node's crypto, see keys.ts).
+    const key = parsePrivateKey(options.operator.privateKey, options.operator.keyType);
+    client.setOperatorWith(AccountId.fromString(options.operator.accountId), key.publicKey, transactionSigner(key));
   }
   // order matters: the SDK refuses min > max and warns when grpcDeadline >= requestTimeout
   const maxBackoff = Math.max(retry.maxBackoffMs, retry.minBackoffMs);

@@ -1,8 +1,8 @@
 // Key handling: parse private keys in the formats agents hand us, rebuild public keys from the mirror
 // node's key JSON, and verify signatures with either ED25519 or ECDSA secp256k1 keys.
 // Private keys only live in memory here; nothing in this module logs or stores them.
-import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
-import { PrivateKey, PublicKey } from '@hashgraph/sdk';
+import { createPrivateKey, createPublicKey, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { PrivateKey, PublicKey, type Transaction } from '@hashgraph/sdk';
 import { LedgerError } from './errors.js';
 
 export type KeyType = 'ED25519' | 'ECDSA';
@@ -143,7 +143,36 @@ export function verifyEd25519(rawPublicKey: Uint8Array, message: Uint8Array, sig
 
 /** Signs bytes (UTF-8 for strings); returns the raw signature. */
 export function signBytes(privateKey: PrivateKey, message: Uint8Array | string): Uint8Array {
-  return privateKey.sign(toBytes(message, 'utf8'));
+  const bytes = toBytes(message, 'utf8');
+  if (keyTypeOf(privateKey) !== 'ED25519') return privateKey.sign(bytes);
+  return new Uint8Array(cryptoSign(null, bytes, ed25519PrivateKeyObject(privateKey)));
+}
+
+/** The signer the SDK's signWith / setOperatorWith take, signing as signBytes does. */
+export function transactionSigner(privateKey: PrivateKey): (message: Uint8Array) => Promise<Uint8Array> {
+  return (message) => Promise.resolve(signBytes(privateKey, message));
+}
+
+/**
+ * `tx.sign(privateKey)` with signBytes: the same signature bytes (Ed25519 is deterministic), made by
+ * OpenSSL in about 0.1 ms instead of tweetnacl's 7 ms for ED25519 keys.
+ */
+export function signTransaction<T extends Transaction>(tx: T, privateKey: PrivateKey): Promise<T> {
+  return tx.signWith(privateKey.publicKey, transactionSigner(privateKey));
+}
+
+/** DER PKCS#8 header of an Ed25519 private key (RFC 8410), followed by the 32-byte seed. */
+const ED25519_PKCS8_HEADER = Buffer.from('302e020100300506032b657004220420', 'hex');
+/** In memory only, per key object, gone with it. */
+const ed25519PrivateKeyObjects = new WeakMap<PrivateKey, KeyObject>();
+
+function ed25519PrivateKeyObject(privateKey: PrivateKey): KeyObject {
+  let key = ed25519PrivateKeyObjects.get(privateKey);
+  if (!key) {
+    key = createPrivateKey({ key: Buffer.concat([ED25519_PKCS8_HEADER, privateKey.toBytesRaw()]), format: 'der', type: 'pkcs8' });
+    ed25519PrivateKeyObjects.set(privateKey, key);
+  }
+  return key;
 }
 
 export function publicKeyToDerHex(key: PublicKey): string {

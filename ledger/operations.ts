@@ -31,6 +31,7 @@ import {
   TransferTransaction,
 } from '@hashgraph/sdk';
 import { LedgerError, statusName, toLedgerError } from './errors.js';
+import { signTransaction } from './keys.js';
 import type { MirrorClient } from './mirror.js';
 
 /** Serializable summary of a receipt (what we store in PostgreSQL and hand to workflows). */
@@ -82,7 +83,7 @@ export function transactionIdsOf(tx: Transaction): string[] {
 /** Freezes (if needed) and signs with the given keys. */
 export async function prepare(client: Client, tx: Transaction, signers: PrivateKey[] = []): Promise<Transaction> {
   if (!tx.isFrozen()) tx.freezeWith(client);
-  for (const key of signers) await tx.sign(key);
+  for (const key of signers) await signTransaction(tx, key);
   return tx;
 }
 

@@ -16,6 +16,7 @@ import {
   type LedgerSubmissionRow,
 } from '../db/queries/ledgerSubmissions.js';
 import { LedgerError, toLedgerError } from './errors.js';
+import { signTransaction } from './keys.js';
 import type { MirrorClient, MirrorTransaction } from './mirror.js';
 import { queryReceipt, summarizeReceipt, transactionIdOf, transactionIdsOf, type ReceiptSummary } from './operations.js';
 
@@ -65,7 +66,7 @@ interface Prepared {
 async function prepareNew(client: Client, input: IdempotentSubmitInput): Promise<Prepared> {
   const tx = await input.build();
   if (!tx.isFrozen()) tx.freezeWith(client);
-  for (const key of input.signers ?? []) await tx.sign(key);
+  for (const key of input.signers ?? []) await signTransaction(tx, key);
   if (client.operatorAccountId) await tx.signWithOperator(client);
   return describe(tx);
 }

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { AccountId, PrivateKey, PublicKey, Timestamp, TopicMessageSubmitTransaction, TransactionId } from '@hashgraph/sdk';
 import type * as ProtoPkg from '../node_modules/@hashgraph/sdk/node_modules/@hiero-ledger/proto/lib/index.js';
-import { verifySignature } from './keys.js';
+import { signTransaction, verifySignature } from './keys.js';
 
 // the proto package nested in (or hoisted beside) the SDK, loaded from the SDK's own location
 const sdkRequire = createRequire(createRequire(import.meta.url).resolve('@hashgraph/sdk'));
@@ -247,6 +247,6 @@ export async function signTopicMessage(p: {
     .setNodeAccountIds(p.nodeAccountIds.map((n) => AccountId.fromString(n)))
     .setTransactionId(TransactionId.generate(AccountId.fromString(p.payerAccountId)))
     .freeze();
-  await tx.sign(p.key);
+  await signTransaction(tx, p.key);
   return decodeTopicSubmission(tx.toBytes());
 }

@@ -7,7 +7,7 @@ import { x402Client } from '@x402/core/client';
 import type { PaymentPayloadContext, PaymentPayloadResult, PaymentRequirements, SchemeNetworkClient } from '@x402/core/types';
 import { wrapFetchWithPayment } from '@x402/fetch';
 import type { HederaNetworkName } from '../client.js';
-import { parsePrivateKey, type KeyType } from '../keys.js';
+import { parsePrivateKey, signTransaction, type KeyType } from '../keys.js';
 import { ENTITY_ID, EXACT_SCHEME, HBAR_ASSET, isHederaNetwork, x402NetworkId } from './network.js';
 
 export interface HederaPayerOptions {
@@ -56,7 +56,7 @@ export class ExactHederaClientScheme implements SchemeNetworkClient {
       .setMaxTransactionFee(tinybars(this.options.maxTransactionFeeTinybars ?? 100_000_000n))
       .setTransactionValidDuration(this.options.validDurationSeconds ?? 120)
       .freeze();
-    await tx.sign(this.key);
+    await signTransaction(tx, this.key);
     return { x402Version, payload: { transaction: Buffer.from(tx.toBytes()).toString('base64') } };
   }
 }

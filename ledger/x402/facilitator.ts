@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Client, PublicKey } from '@hashgraph/sdk';
 import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types';
 import { toLedgerError } from '../errors.js';
-import { publicKeyFromMirror, type KeyType, parsePrivateKey } from '../keys.js';
+import { publicKeyFromMirror, type KeyType, parsePrivateKey, signTransaction } from '../keys.js';
 import type { MirrorClient } from '../mirror.js';
 import { queryReceipt } from '../operations.js';
 import { EXACT_SCHEME } from './network.js';
@@ -156,7 +156,7 @@ export class HederaExactFacilitator {
     const base = { transaction: transactionId, network: this.network, payer };
     const client = this.options.client;
     try {
-      await tx.sign(this.feePayerKey);
+      await signTransaction(tx, this.feePayerKey);
       const response = await tx.execute(client);
       const receipt = await response.getReceipt(client);
       const result: SettleResponse = { success: true, ...base, extra: { status: receipt.status.toString() } };

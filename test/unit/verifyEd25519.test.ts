@@ -1,8 +1,9 @@
-// ED25519 verification by Node's crypto gives the SDK's answer: valid signatures pass, a changed
-// message, signature or key fails, malformed input is false rather than an exception.
+// ED25519 by Node's crypto gives the SDK's answers: verification passes valid signatures and fails a
+// changed message, signature or key (malformed input is false, not an exception); signing makes the
+// SDK's very bytes.
 import { describe, expect, it } from 'vitest';
-import { PrivateKey } from '@hashgraph/sdk';
-import { verifyEd25519, verifySignature } from '../../ledger/keys.js';
+import { AccountId, PrivateKey, Timestamp, TransactionId, TransferTransaction } from '@hashgraph/sdk';
+import { keyTypeOf, signBytes, signTransaction, verifyEd25519, verifySignature } from '../../ledger/keys.js';
 
 describe('verifyEd25519', () => {
   it('agrees with the SDK on signatures made by the SDK', () => {
@@ -40,6 +41,31 @@ describe('verifyEd25519', () => {
       const sig = Buffer.from(k.sign(Buffer.from('challenge'))).toString('hex');
       expect(verifySignature(k.publicKey, 'challenge', sig)).toBe(true);
       expect(verifySignature(k.publicKey, 'challengf', sig)).toBe(false);
+    }
+  });
+});
+
+describe('signBytes and signTransaction', () => {
+  it('make the signatures the SDK makes, for ED25519 and ECDSA keys', async () => {
+    for (const key of [PrivateKey.generateED25519(), PrivateKey.generateECDSA(), PrivateKey.generateED25519()]) {
+      const message = Buffer.from(`transaction body ${key.publicKey.toStringRaw()}`);
+      const sig = signBytes(key, message);
+      expect(key.publicKey.verify(message, sig)).toBe(true);
+      // Ed25519 is deterministic: the very same bytes as tweetnacl's
+      if (keyTypeOf(key) === 'ED25519') expect(Buffer.from(sig).toString('hex')).toBe(Buffer.from(key.sign(message)).toString('hex'));
+
+      const build = () =>
+        new TransferTransaction()
+          .addHbarTransfer('0.0.1001', -1)
+          .addHbarTransfer('0.0.1002', 1)
+          .setTransactionId(TransactionId.withValidStart(AccountId.fromString('0.0.1001'), new Timestamp(1_700_000_000, 7)))
+          .setNodeAccountIds([AccountId.fromString('0.0.3')])
+          .freeze();
+      const ours = await signTransaction(build(), key);
+      const sdks = await build().sign(key);
+      expect(key.publicKey.verifyTransaction(ours)).toBe(true);
+      // deterministic signatures (Ed25519; RFC 6979 for the SDK's ECDSA): the same signed bytes
+      expect(Buffer.from(ours.toBytes()).equals(Buffer.from(sdks.toBytes()))).toBe(true);
     }
   });
 });

@@ -22,7 +22,7 @@ import { taskIdParams } from '../../schemas/market.js';
 import { payoutOf, tinybarsToHbar, type TaskRecord } from '../../../domain/market.js';
 import { parseHederaDid } from '../../../domain/did.js';
 import { clientNodeAccountIds } from '../../../ledger/client.js';
-import { parsePublicKey } from '../../../ledger/keys.js';
+import { parsePublicKey, signTransaction } from '../../../ledger/keys.js';
 import { loadTask, marketState, partyOf, refuseEarly, requireActivePassport } from './shared.js';
 import { accountPublicKey, requireOwnPrivateKey } from '../../auth/ownKey.js';
 import {
@@ -117,7 +117,7 @@ export async function directPaymentBytes(ctx: AppContext, task: TaskRecord, fiel
     } else if (fields.posterPrivateKey !== undefined) {
       const key = await requireOwnPrivateKey(ledger.keys, partyOf(ctx, task.posterDid, 'posterDid'), fields.posterPrivateKey, 'posterPrivateKey', 'poster');
       tx = buildPayment({ ...expected, nodeAccountId: nodes.build });
-      await tx.sign(key);
+      await signTransaction(tx, key);
     } else {
       throw new ApiError('invalid_request', 'Payment fields are missing: send txBytes (+ signature + publicKey) or posterPrivateKey', { hint: PAYMENT_RECIPE });
     }

@@ -29,6 +29,7 @@ import { refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from
 import { heldActivePassport } from '../../heldPassport.js';
 import { findTask } from '../../../db/queries/tasks.js';
 import { clientNodeAccountIds } from '../../../ledger/client.js';
+import { signTransaction } from '../../../ledger/keys.js';
 import { TASK_REFUSAL_TYPE, taskWorkflowId, type ScheduleSignBytes, type TaskTimings } from '../../../workflows/taskTypes.js';
 import { TaskBook } from './taskBook.js';
 
@@ -210,7 +211,7 @@ export async function signScheduleSigns(ctx: AppContext, scheduleIds: string[], 
       .setTransactionId(TransactionId.generate(AccountId.fromString(ledger.deployment.operator.accountId)))
       .setNodeAccountIds([AccountId.fromString(node)])
       .freeze();
-    await tx.sign(posterKey);
+    await signTransaction(tx, posterKey);
     out.push({ scheduleId, signedBytes: Buffer.from(tx.toBytes()).toString('base64') });
   }
   return out;

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import createClient, { type Client } from 'openapi-fetch';
 import { AccountId, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
 import type { paths } from './schema.js';
-import { parsePrivateKey, signBytes, type KeyType } from '../../../ledger/keys.js';
+import { parsePrivateKey, signBytes, signTransaction, type KeyType } from '../../../ledger/keys.js';
 import { createPayingFetch } from '../../../ledger/x402/clientScheme.js';
 import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '../../../domain/a2a.js';
 
@@ -115,14 +115,14 @@ export async function buildSignedA2aMessage(p: {
     .setNodeAccountIds([AccountId.fromString(p.nodeAccountId)])
     .setTransactionId(TransactionId.generate(AccountId.fromString(p.payerAccountId)))
     .freeze();
-  await tx.sign(parsePrivateKey(p.privateKey, p.keyType));
+  await signTransaction(tx, parsePrivateKey(p.privateKey, p.keyType));
   return Buffer.from(tx.toBytes()).toString('base64');
 }
 
 /** Signs prepare-payment's frozen transfer (base64) with the poster's key; base64 of the signed transaction. */
 export async function signPreparedPayment(txBytes: string, privateKey: string, keyType?: KeyType): Promise<string> {
   const tx = Transaction.fromBytes(Buffer.from(txBytes, 'base64'));
-  await tx.sign(parsePrivateKey(privateKey, keyType));
+  await signTransaction(tx, parsePrivateKey(privateKey, keyType));
   return Buffer.from(tx.toBytes()).toString('base64');
 }
 
