@@ -85,7 +85,7 @@ describe('secrets scan', () => {
     expect(report.found).toEqual(['printed in log leaky-child.log']);
   });
 
-  it('finds a key in a localnet journal (in a memo, and as raw bytes of a message), not the key stores it leaves behind', { timeout: 60_000 }, async () => {
+  it('finds a key in a localnet journal and state snapshot (in a memo, and as raw bytes of a message), not the key stores it leaves behind', { timeout: 60_000 }, async () => {
     const inMemo = PrivateKey.generateED25519();
     const inMessage = PrivateKey.generateECDSA();
     const dataDir = path.join(dir, 'ln-data');
@@ -103,7 +103,8 @@ describe('secrets scan', () => {
     }
     const kept = path.join(dir, 'kept-localnet');
     keepLedgerFiles(dataDir, kept);
-    expect(fs.readdirSync(kept)).toEqual(['journal.jsonl']); // localnet-state.json and localnet.json (the key stores) stay behind
+    // localnet-state.json and localnet.json (the key stores) stay behind; the state snapshot is kept
+    expect(fs.readdirSync(kept).sort()).toEqual(['journal.jsonl', 'snapshot.v8']);
     const journal = fs.readFileSync(path.join(kept, 'journal.jsonl'), 'utf8');
     expect(journal.toLowerCase()).not.toContain(Buffer.from(inMessage.toBytesRaw()).toString('hex')); // only the decoded transaction shows it
 
@@ -114,8 +115,14 @@ describe('secrets scan', () => {
       { label: 'agent', value: ln.config.accounts[0].privateKey },
     ];
     const report = await scanForSecrets({ secrets, ledgerDir: kept });
-    expect(report.found).toEqual(['memo in localnet journal.jsonl', 'message in localnet journal.jsonl']);
+    // the snapshot holds the memo as text and the message as raw bytes (searched as hex)
+    expect(report.found.sort()).toEqual([
+      'memo in localnet journal.jsonl',
+      'memo in localnet snapshot.v8',
+      'message in localnet journal.jsonl',
+      'message in localnet snapshot.v8',
+    ]);
     expect(report.transactions).toBeGreaterThan(10); // the bootstrap's and ours
-    expect(report.ledgerFiles).toBe(1);
+    expect(report.ledgerFiles).toBe(2);
   });
 });
