@@ -17,6 +17,17 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env):
   });
 }
 
+/** run(), with the child's stdout and stderr also appended to `file`. */
+function runTee(cmd: string, args: string[], env: NodeJS.ProcessEnv, file: string): Promise<number> {
+  return new Promise((resolve) => {
+    const out = fs.createWriteStream(file);
+    const child = spawn(cmd, args, { stdio: ['inherit', 'pipe', 'pipe'], env });
+    child.stdout.on('data', (c: Buffer) => (process.stdout.write(c), out.write(c)));
+    child.stderr.on('data', (c: Buffer) => (process.stderr.write(c), out.write(c)));
+    child.on('close', (code, signal) => out.end(() => resolve(code ?? (signal ? 1 : 0))));
+  });
+}
+
 const log = (line: string) => console.log(`[test] ${line}`);
 const env = { ...process.env };
 if (!env.TEMPORAL_ADDRESS) {
@@ -36,8 +47,12 @@ if (tsc !== 0) process.exit(tsc);
 // A JSON report next to the usual output, so the run ends with one plain summary line
 // ("Tests: N passed, N failed, N skipped") that any CI can read.
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'vitest-')), 'report.json');
+// Everything the run prints, also what test processes write to stderr outside console.* (the Temporal
+// core's native warnings), goes to a file too: the secrets scan at the end of the run reads it.
+env.TEST_OUTPUT_LOG = path.join(path.dirname(report), 'output.log');
+if (process.stdout.isTTY && !env.FORCE_COLOR) env.FORCE_COLOR = '1'; // piped, vitest would drop its colours
 const extra = process.argv.slice(2);
-const code = await run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra], env);
+const code = await runTee('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra], env, env.TEST_OUTPUT_LOG);
 if (fs.existsSync(report)) {
   const r = JSON.parse(fs.readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
   console.log(`\nTests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);

@@ -1,8 +1,9 @@
 // The secrets scan itself (issue 13, item 5) can find a secret in each place it looks: a log file, a
 // database row (text and bytea) and a workflow history (input payload and failure message), as the
 // raw key, its DER form or base64; and in the two places added later: a child process's output
-// file (what childWorker.ts writes for every child of a run) and a localnet journal kept from a
-// stack's data directory (keepLedgerFiles, transactions decoded). The scan of a whole run happens in global-setup's teardown
+// file (what childWorker.ts writes for every child of a run), a localnet journal and state snapshot
+// kept from a stack's data directory (keepLedgerFiles, transactions decoded) and the run's own output
+// (keepTestOutput: what scripts/test.ts tees from vitest, native stderr included). The scan of a whole run happens in global-setup's teardown
 // (test/reliability/secretsTeardown.ts) over the secrets the tests recorded, and fails the run when it
 // finds one: this file proves that scan is able to fail.
 import fs from 'node:fs';
@@ -18,6 +19,7 @@ import { sdkClient } from '../localnet/harness.js';
 import { runLogFile } from '../support/secrets.js';
 import { startChildProcess } from './childWorker.js';
 import { dumpRows, keepLedgerFiles, needlesOf, scanForSecrets } from './secretsScan.js';
+import { keepTestOutput } from './secretsTeardown.js';
 
 describe('secrets scan', () => {
   let dir: string;
@@ -83,6 +85,19 @@ describe('secrets scan', () => {
     await child.kill('SIGKILL'); // what it printed before it was ready is in the file already
     const report = await scanForSecrets({ secrets: [{ label: 'printed', value: printed.toStringDer() }], logDir: path.dirname(logFile) });
     expect(report.found).toEqual(['printed in log leaky-child.log']);
+  });
+
+  it("finds a key in the run's own output (what a test process wrote to stderr outside console.*), colour codes and all", () => {
+    const written = PrivateKey.generateED25519();
+    const hex = Buffer.from(written.toBytesRaw()).toString('hex');
+    // as vitest's tee (scripts/test.ts) stores it: a native warning with the key split by a colour code
+    const output = path.join(dir, 'output.log');
+    fs.writeFileSync(output, `2026-11-24T05:00:00Z WARN temporal_sdk_core: activity failed key=\x1b[31m${hex.slice(0, 20)}\x1b[39m${hex.slice(20)}\n`);
+    const logDir = path.join(dir, 'output-logs');
+    keepTestOutput(logDir, output);
+    expect(fs.readdirSync(logDir)).toEqual(['test-output.log']);
+    const report = scanForSecrets({ secrets: [{ label: 'written', value: written.toStringDer() }], logDir });
+    return expect(report).resolves.toMatchObject({ found: ['written in log test-output.log'] });
   });
 
   it('finds a key in a localnet journal and state snapshot (in a memo, and as raw bytes of a message), not the key stores it leaves behind', { timeout: 60_000 }, async () => {

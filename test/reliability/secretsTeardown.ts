@@ -23,6 +23,7 @@ export async function runSecretsScan(opts: { dir: string; databaseUrl: string; t
   const dumps = path.join(opts.dir, 'dumps');
   fs.mkdirSync(dumps, { recursive: true });
   await dumpRows(opts.databaseUrl, path.join(dumps, 'run-database.txt'));
+  keepTestOutput(path.join(opts.dir, 'logs'));
   const report = await scanForSecrets({
     secrets,
     logDir: path.join(opts.dir, 'logs'),
@@ -39,4 +40,18 @@ export async function runSecretsScan(opts: { dir: string; databaseUrl: string; t
   for (const f of fs.readdirSync(opts.dir)) if (f !== 'secrets-report.json') fs.rmSync(path.join(opts.dir, f), { recursive: true, force: true });
   fs.writeFileSync(path.join(opts.dir, 'secrets-report.json'), JSON.stringify(report, null, 2));
   return report;
+}
+
+/** ANSI colour and cursor sequences: a secret printed in colour must still match as one string. */
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
+
+/**
+ * The output of the whole run so far (scripts/test.ts tees vitest's stdout and stderr into
+ * TEST_OUTPUT_LOG: reporters, and what test processes print outside console.*, such as the
+ * Temporal core's native warnings), without colour codes, as one more log file of the scan.
+ */
+export function keepTestOutput(logDir: string, file = process.env.TEST_OUTPUT_LOG): void {
+  if (!file || !fs.existsSync(file)) return;
+  fs.mkdirSync(logDir, { recursive: true });
+  fs.writeFileSync(path.join(logDir, 'test-output.log'), fs.readFileSync(file, 'utf8').replace(ANSI, ''));
 }
