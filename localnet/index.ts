@@ -166,7 +166,9 @@ export async function startLocalnet(opts: LocalnetOptions): Promise<Localnet> {
   };
   const jsonPath = opts.localnetJsonPath ?? join(dataDir, 'localnet.json');
   mkdirSync(dirname(jsonPath), { recursive: true });
-  writeFileSync(jsonPath, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 });
+  // Keys other tools merged into the file (the dev launcher's apiUrl, adminToken, evm) survive a
+  // restart of localnet alone (a crash the launcher restarts it after); localnet's own keys are rewritten.
+  writeFileSync(jsonPath, JSON.stringify({ ...readJsonObject(jsonPath), ...config }, null, 2) + '\n', { mode: 0o600 });
 
   const f = engine.faults;
   let stopped = false;
@@ -192,6 +194,16 @@ export async function startLocalnet(opts: LocalnetOptions): Promise<Localnet> {
       engine.stop();
     },
   };
+}
+
+/** The JSON object in a file; {} when there is none or it is not an object. */
+function readJsonObject(path: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 export type { AgentAccount, BootstrapInfo };

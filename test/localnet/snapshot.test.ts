@@ -189,4 +189,22 @@ describe('localnet snapshots', () => {
     expect(c.net.engine.lastReplay.fromSnapshot).toBe(false);
     expect(await balanceOf(c.client, to)).toBe(balance);
   });
+
+  it('keeps the keys other tools merged into localnet.json across a restart, and rewrites its own', async () => {
+    const dataDir = dir('snapjson');
+    const jsonPath = join(dataDir, 'out', 'localnet.json');
+    const open1 = await startLocalnet({ dataDir, grpcPort: 0, mirrorPort: 0, facilitatorPort: 0, facilitator: false, localnetJsonPath: jsonPath });
+    const first = JSON.parse(readFileSync(jsonPath, 'utf8'));
+    await open1.stop();
+    // what the dev launcher adds after localnet's first start
+    writeFileSync(jsonPath, JSON.stringify({ ...first, apiUrl: 'http://127.0.0.1:3000', adminToken: 'dev-token', node: { address: 'stale', accountId: '0.0.3' } }));
+    const net = await startLocalnet({ dataDir, grpcPort: 0, mirrorPort: 0, facilitatorPort: 0, facilitator: false, localnetJsonPath: jsonPath });
+    try {
+      const after = JSON.parse(readFileSync(jsonPath, 'utf8'));
+      expect(after).toMatchObject({ apiUrl: 'http://127.0.0.1:3000', adminToken: 'dev-token', passportTokenId: first.passportTokenId });
+      expect(after.node.address).toBe(net.grpcAddress);
+    } finally {
+      await net.stop();
+    }
+  });
 });
