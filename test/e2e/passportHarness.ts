@@ -9,7 +9,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
-import { AccountBalanceQuery, AccountId } from '@hashgraph/sdk';
 import type { FastifyInstance } from 'fastify';
 import type { Worker, WorkerOptions } from '@temporalio/worker';
 import { createSql, type Sql } from '../../db/client.js';
@@ -24,6 +23,7 @@ import { dumpDatabase, recordSecret } from '../support/secrets.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
 import { connectTestTemporal, recordHistory, type TestTemporal } from '../support/temporal.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
+import { tinybarBalance as clientTinybarBalance } from '../localnet/harness.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const workflowsPath = path.join(here, '..', '..', 'workflows', 'index.ts');
@@ -176,9 +176,8 @@ export async function postJson(ps: PassportStack, urlPath: string, body: unknown
 }
 
 /** An account's HBAR balance in tinybars, read from the ledger. */
-export async function tinybarBalance(ps: PassportStack, accountId: string): Promise<bigint> {
-  const b = await new AccountBalanceQuery().setAccountId(AccountId.fromString(accountId)).execute(ps.stack.ledger.client);
-  return BigInt(b.hbars.toTinybars().toString());
+export function tinybarBalance(ps: PassportStack, accountId: string): Promise<bigint> {
+  return clientTinybarBalance(ps.stack.ledger.client, accountId);
 }
 
 export async function getJson(ps: PassportStack, urlPath: string, headers: Record<string, string> = {}) {

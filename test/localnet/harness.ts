@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AccountId, Client, PrivateKey } from '@hashgraph/sdk';
+import { AccountBalanceQuery, AccountId, Client, PrivateKey } from '@hashgraph/sdk';
 import { startLocalnet, type Localnet, type LocalnetConfig } from '../../localnet/index.js';
 
 export function tempDataDir(prefix: string): { dir: string; cleanup(): void } {
@@ -30,6 +30,12 @@ export function sdkClient(cfg: LocalnetConfig, operator?: { accountId: string; p
   client.setNodeMinReadmitPeriod(100);
   client.setNodeMaxReadmitPeriod(1_000);
   return client;
+}
+
+/** An account's HBAR balance in tinybars, by a balance query through the given client. */
+export async function tinybarBalance(c: Client, id: string | AccountId): Promise<bigint> {
+  const b = await new AccountBalanceQuery().setAccountId(id).execute(c);
+  return BigInt(b.hbars.toTinybars().toString());
 }
 
 export async function getJson(url: string): Promise<{ status: number; body: any }> {

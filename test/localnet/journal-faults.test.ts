@@ -15,16 +15,11 @@ import {
 import type { Localnet } from '../../localnet/index.js';
 import { proto } from '../../localnet/proto.js';
 import { handleQuery } from '../../localnet/queries.js';
-import { getJson, sdkClient, startTestLocalnet, statusOf, tempDataDir } from './harness.js';
+import { tinybarBalance, getJson, sdkClient, startTestLocalnet, statusOf, tempDataDir } from './harness.js';
 
 let net: Localnet;
 let client: Client;
 let tmp: { dir: string; cleanup(): void };
-
-async function balanceOf(c: Client, id: string): Promise<bigint> {
-  const b = await new AccountBalanceQuery().setAccountId(id).execute(c);
-  return BigInt(b.hbars.toTinybars().toString());
-}
 
 beforeAll(async () => {
   tmp = tempDataDir('journal');
@@ -41,12 +36,12 @@ afterAll(async () => {
 describe('faults', () => {
   it('answers BUSY N times, then applies the transfer exactly once', async () => {
     const to = net.config.accounts[2].accountId;
-    const before = await balanceOf(client, to);
+    const before = await tinybarBalance(client, to);
     net.faults.busy(3);
     const resp = await new TransferTransaction().addHbarTransfer('0.0.2', -7).addHbarTransfer(to, 7).execute(client);
     expect((await resp.getReceipt(client)).status.toString()).toBe('SUCCESS');
     expect(net.faults.state().busyRemaining).toBe(0);
-    expect(await balanceOf(client, to)).toBe(before + 700_000_000n); // 7 HBAR
+    expect(await tinybarBalance(client, to)).toBe(before + 700_000_000n); // 7 HBAR
     const vs = resp.transactionId.validStart!;
     const id = `0.0.2-${vs.seconds}-${String(vs.nanos).padStart(9, '0')}`;
     const { body } = await getJson(`${net.mirrorUrl}/transactions/${id}`);
@@ -64,7 +59,7 @@ describe('faults', () => {
 
   it('delays consensus: receipts are UNKNOWN meanwhile, then SUCCESS, applied once', async () => {
     const to = net.config.accounts[3].accountId;
-    const before = await balanceOf(client, to);
+    const before = await tinybarBalance(client, to);
     net.faults.delayConsensus(1.5);
     const resp = await new TransferTransaction().addHbarTransfer('0.0.2', -4).addHbarTransfer(to, 4).execute(client);
     const vs = resp.transactionId.validStart!;
@@ -79,9 +74,9 @@ describe('faults', () => {
     expect(answer.receipt?.status).toBe(proto.ResponseCodeEnum.UNKNOWN);
     const id = `0.0.2-${vs.seconds}-${String(vs.nanos).padStart(9, '0')}`;
     expect((await getJson(`${net.mirrorUrl}/transactions/${id}`)).status).toBe(404);
-    expect(await balanceOf(client, to)).toBe(before);
+    expect(await tinybarBalance(client, to)).toBe(before);
     expect((await resp.getReceipt(client)).status.toString()).toBe('SUCCESS');
-    expect(await balanceOf(client, to)).toBe(before + 400_000_000n); // 4 HBAR
+    expect(await tinybarBalance(client, to)).toBe(before + 400_000_000n); // 4 HBAR
   });
 
   it('fails calls during an outage (gRPC UNAVAILABLE) and serves them again afterwards', async () => {
@@ -124,7 +119,7 @@ describe('journal', () => {
     await (await Transaction.fromBytes(signedBytes).execute(client)).getReceipt(client);
 
     const ids = [cfg.operator.accountId, cfg.treasury, cfg.escrow, cfg.payTo, agent.accountId];
-    const balances = await Promise.all(ids.map((id) => balanceOf(client, id)));
+    const balances = await Promise.all(ids.map((id) => tinybarBalance(client, id)));
     const nft = (await getJson(`${net.mirrorUrl}/tokens/${cfg.passportTokenId}/nfts/${serial}`)).body;
     const messages = (await getJson(`${net.mirrorUrl}/topics/${cfg.topics.a2a}/messages`)).body;
 
@@ -136,16 +131,16 @@ describe('journal', () => {
     const { node, mirrorUrl, ...stable } = net.config;
     const { node: _n, mirrorUrl: _m, ...stableBefore } = cfg;
     expect(stable).toEqual(stableBefore);
-    expect(await Promise.all(ids.map((id) => balanceOf(client, id)))).toEqual(balances);
+    expect(await Promise.all(ids.map((id) => tinybarBalance(client, id)))).toEqual(balances);
     expect((await getJson(`${net.mirrorUrl}/tokens/${cfg.passportTokenId}/nfts/${serial}`)).body).toEqual(nft);
     expect((await getJson(`${net.mirrorUrl}/topics/${cfg.topics.a2a}/messages`)).body).toEqual(messages);
     expect(await statusOf(() => Transaction.fromBytes(signedBytes).execute(client))).toBe('DUPLICATE_TRANSACTION');
 
     // The pending schedule survived: the agent's signature now executes it.
-    const before = await balanceOf(client, cfg.escrow);
+    const before = await tinybarBalance(client, cfg.escrow);
     const sign = await new ScheduleSignTransaction().setScheduleId(sched.scheduleId!).freezeWith(client).sign(agentKey);
     expect((await (await sign.execute(client)).getReceipt(client)).status.toString()).toBe('SUCCESS');
-    expect(await balanceOf(client, cfg.escrow)).toBe(before + 300_000_000n);
+    expect(await tinybarBalance(client, cfg.escrow)).toBe(before + 300_000_000n);
     void node;
     void mirrorUrl;
   });

@@ -6,7 +6,6 @@
 // that fails (balance) is recorded as the scheduled child with its own status on the mirror.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  AccountBalanceQuery,
   AccountCreateTransaction,
   AccountId,
   Client,
@@ -21,17 +20,14 @@ import {
 } from '@hashgraph/sdk';
 import type { Localnet } from '../../localnet/index.js';
 import { MirrorClient } from '../../ledger/mirror.js';
-import { closeTestLocalnet, openTestLocalnet, statusOf } from './harness.js';
+import { closeTestLocalnet, openTestLocalnet, statusOf, tinybarBalance } from './harness.js';
 
 let net: Localnet;
 let client: Client;
 let tmp: { dir: string; cleanup(): void };
 let mirror: MirrorClient;
 
-async function balanceOf(id: string | AccountId): Promise<bigint> {
-  const b = await new AccountBalanceQuery().setAccountId(id).execute(client);
-  return BigInt(b.hbars.toTinybars().toString());
-}
+const balanceOf = (id: string | AccountId): Promise<bigint> => tinybarBalance(client, id);
 
 async function newAccount(key: PrivateKey, hbar: number): Promise<AccountId> {
   const r = await (await new AccountCreateTransaction().setKeyWithoutAlias(key.publicKey).setInitialBalance(new Hbar(hbar)).execute(client)).getReceipt(client);

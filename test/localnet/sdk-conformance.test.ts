@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  AccountBalanceQuery,
   AccountCreateTransaction,
   AccountId,
   AccountInfoQuery,
@@ -37,17 +36,14 @@ import {
 } from '@hashgraph/sdk';
 import { proto } from '../../localnet/proto.js';
 import type { Localnet } from '../../localnet/index.js';
-import { closeTestLocalnet, getJson, openTestLocalnet, statusOf } from './harness.js';
+import { closeTestLocalnet, getJson, openTestLocalnet, statusOf, tinybarBalance } from './harness.js';
 
 let net: Localnet;
 let client: Client;
 let tmp: { dir: string; cleanup(): void };
 let opKey: PrivateKey;
 
-async function balanceOf(id: string | AccountId): Promise<bigint> {
-  const b = await new AccountBalanceQuery().setAccountId(id).execute(client);
-  return BigInt(b.hbars.toTinybars().toString());
-}
+const balanceOf = (id: string | AccountId): Promise<bigint> => tinybarBalance(client, id);
 
 async function newAccount(key: PrivateKey, hbar: number, maxAuto = 0): Promise<AccountId> {
   const tx = new AccountCreateTransaction().setKeyWithoutAlias(key.publicKey).setInitialBalance(new Hbar(hbar));

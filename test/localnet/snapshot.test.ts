@@ -5,7 +5,6 @@ import { appendFileSync, copyFileSync, cpSync, existsSync, readFileSync, rmSync,
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import {
-  AccountBalanceQuery,
   AccountId,
   Client,
   PrivateKey,
@@ -17,7 +16,7 @@ import {
   TransferTransaction,
 } from '@hashgraph/sdk';
 import { startLocalnet, type Localnet } from '../../localnet/index.js';
-import { getJson, sdkClient, statusOf, tempDataDir } from './harness.js';
+import { tinybarBalance, getJson, sdkClient, statusOf, tempDataDir } from './harness.js';
 
 const open: { net: Localnet; client: Client }[] = [];
 const dirs: { cleanup(): void }[] = [];
@@ -43,11 +42,6 @@ function dir(prefix: string): string {
 
 /** The ledger state as plain data (prototypes dropped the way a snapshot drops them). */
 const stateOf = (net: Localnet) => deserialize(serialize(net.engine.state)) as Record<string, unknown>;
-
-async function balanceOf(c: Client, id: string): Promise<bigint> {
-  const b = await new AccountBalanceQuery().setAccountId(id).execute(c);
-  return BigInt(b.hbars.toTinybars().toString());
-}
 
 async function transfer(c: Client, to: string, hbar: number): Promise<void> {
   const r = await (await new TransferTransaction().addHbarTransfer('0.0.2', -hbar).addHbarTransfer(to, hbar).execute(c)).getReceipt(c);
@@ -121,10 +115,10 @@ describe('localnet snapshots', () => {
     // Duplicate detection survives: the same signed bytes are refused, not applied twice.
     expect(await statusOf(() => Transaction.fromBytes(signed).execute(fromSnap.client))).toBe('DUPLICATE_TRANSACTION');
     // The pending schedule survives: the agent's signature executes it once.
-    const escrowBefore = await balanceOf(fromSnap.client, cfg.escrow);
+    const escrowBefore = await tinybarBalance(fromSnap.client, cfg.escrow);
     const sign = await new ScheduleSignTransaction().setScheduleId(sched.scheduleId!).freezeWith(fromSnap.client).sign(PrivateKey.fromStringDer(agent.privateKey));
     expect((await (await sign.execute(fromSnap.client)).getReceipt(fromSnap.client)).status.toString()).toBe('SUCCESS');
-    expect(await balanceOf(fromSnap.client, cfg.escrow)).toBe(escrowBefore + 200_000_000n);
+    expect(await tinybarBalance(fromSnap.client, cfg.escrow)).toBe(escrowBefore + 200_000_000n);
   });
 
   it('after a kill, replays only the journal written since the last snapshot', async () => {
@@ -136,7 +130,7 @@ describe('localnet snapshots', () => {
 
     const b = await start(dataDir, 1_000_000);
     for (let i = 1; i <= 3; i++) await transfer(b.client, to, i);
-    const balance = await balanceOf(b.client, to);
+    const balance = await tinybarBalance(b.client, to);
     const state = stateOf(b.net);
     await stop(b);
     // As if killed: the snapshot on disk is the one from before the three transfers.
@@ -144,7 +138,7 @@ describe('localnet snapshots', () => {
 
     const c = await start(dataDir);
     expect(c.net.engine.lastReplay).toEqual({ fromSnapshot: true, replayed: 3 });
-    expect(await balanceOf(c.client, to)).toBe(balance);
+    expect(await tinybarBalance(c.client, to)).toBe(balance);
     expect(stateOf(c.net)).toStrictEqual(state);
   });
 
@@ -181,13 +175,13 @@ describe('localnet snapshots', () => {
 
     const b = await start(dataDir);
     await transfer(b.client, to, 5);
-    const balance = await balanceOf(b.client, to);
+    const balance = await tinybarBalance(b.client, to);
     await stop(b);
     rmSync(join(dataDir, 'snapshot.v8')); // replay the whole journal, across the place of the torn line
 
     const c = await start(dataDir);
     expect(c.net.engine.lastReplay.fromSnapshot).toBe(false);
-    expect(await balanceOf(c.client, to)).toBe(balance);
+    expect(await tinybarBalance(c.client, to)).toBe(balance);
   });
 
   it('keeps the keys other tools merged into localnet.json across a restart, and rewrites its own', async () => {
