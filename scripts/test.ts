@@ -10,21 +10,19 @@ import path from 'node:path';
 import { findOrInstallTemporalCli, SDK_DOWNLOAD } from './lib/temporalCli.js';
 import { findOrInstallChromium } from './lib/chromium.js';
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/** Runs a command with this process's terminal; with `teeFile`, its stdout and stderr are also written there. */
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, teeFile?: string): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: 'inherit', env });
-    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
-  });
-}
-
-/** run(), with the child's stdout and stderr also appended to `file`. */
-function runTee(cmd: string, args: string[], env: NodeJS.ProcessEnv, file: string): Promise<number> {
-  return new Promise((resolve) => {
-    const out = fs.createWriteStream(file);
-    const child = spawn(cmd, args, { stdio: ['inherit', 'pipe', 'pipe'], env });
-    child.stdout.on('data', (c: Buffer) => (process.stdout.write(c), out.write(c)));
-    child.stderr.on('data', (c: Buffer) => (process.stderr.write(c), out.write(c)));
-    child.on('close', (code, signal) => out.end(() => resolve(code ?? (signal ? 1 : 0))));
+    const out = teeFile ? fs.createWriteStream(teeFile) : null;
+    const child = spawn(cmd, args, { stdio: out ? ['inherit', 'pipe', 'pipe'] : 'inherit', env });
+    child.stdout?.on('data', (c: Buffer) => (process.stdout.write(c), out!.write(c)));
+    child.stderr?.on('data', (c: Buffer) => (process.stderr.write(c), out!.write(c)));
+    // 'close' comes after the piped output has ended, so the file is complete when this resolves
+    child.on('close', (code, signal) => {
+      const result = code ?? (signal ? 1 : 0);
+      if (out) out.end(() => resolve(result));
+      else resolve(result);
+    });
   });
 }
 
@@ -52,7 +50,7 @@ const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'vitest-')), 'rep
 env.TEST_OUTPUT_LOG = path.join(path.dirname(report), 'output.log');
 if (process.stdout.isTTY && !env.FORCE_COLOR) env.FORCE_COLOR = '1'; // piped, vitest would drop its colours
 const extra = process.argv.slice(2);
-const code = await runTee('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra], env, env.TEST_OUTPUT_LOG);
+const code = await run('npx', ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...extra], env, env.TEST_OUTPUT_LOG);
 if (fs.existsSync(report)) {
   const r = JSON.parse(fs.readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number };
   console.log(`\nTests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
