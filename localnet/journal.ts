@@ -1,7 +1,7 @@
 // The journal: one JSON line per transaction that reached consensus (its Transaction bytes and
 // consensus time). Replaying it from genesis rebuilds the whole ledger state; a snapshot
 // (snapshot.ts) remembers how many bytes of it are already applied, so a restart reads only the rest.
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, truncateSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readSync, statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface JournalEntry {
@@ -40,9 +40,10 @@ export class Journal {
       this.size = 0;
       return [];
     }
-    const buf = readFileSync(this.path);
+    // Only the bytes after the offset: after a snapshot the journal before it is not needed.
+    const buf = this.read(offset, statSync(this.path).size - offset);
     const out: JournalEntry[] = [];
-    let pos = offset;
+    let pos = 0;
     while (pos < buf.length) {
       const nl = buf.indexOf(0x0a, pos);
       if (nl < 0) break; // no newline: torn
@@ -56,8 +57,8 @@ export class Journal {
       }
       pos = nl + 1;
     }
-    if (pos < buf.length) truncateSync(this.path, pos);
-    this.size = pos;
+    if (pos < buf.length) truncateSync(this.path, offset + pos);
+    this.size = offset + pos;
     return out;
   }
 
@@ -65,11 +66,16 @@ export class Journal {
   tail(end: number, n: number): Buffer {
     if (!existsSync(this.path)) return Buffer.alloc(0);
     const start = Math.max(0, end - n);
-    const out = Buffer.alloc(end - start);
+    const out = this.read(start, end - start);
+    return out.length === end - start ? out : Buffer.alloc(0);
+  }
+
+  /** Up to `length` bytes from byte `start` (fewer when the file is shorter). */
+  private read(start: number, length: number): Buffer {
+    const out = Buffer.alloc(Math.max(0, length));
     const fd = openSync(this.path, 'r');
     try {
-      const got = readSync(fd, out, 0, out.length, start);
-      return got === out.length ? out : Buffer.alloc(0);
+      return out.subarray(0, readSync(fd, out, 0, out.length, start));
     } finally {
       closeSync(fd);
     }
