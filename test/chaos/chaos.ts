@@ -108,7 +108,8 @@ class Stack {
   ) {}
 
   startLocalnet() {
-    // localnet replays its whole journal on start: about 70 s after 1,000 operations here, over 120 s after 1,500
+    // about 2 s from its state snapshot; the long bound covers a start without a usable snapshot, which
+    // replays the whole journal (before snapshots: about 70 s after 1,000 operations here, over 120 s after 1,500)
     return startChildProcess({ name: 'localnet', entry: path.join(root, 'localnet', 'main.ts'), env: this.localnetEnv, readyText: 'localnet ready', readyTimeoutMs: 900_000 });
   }
   startApi() {
