@@ -2,7 +2,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# the workspace package (packages/client) must be known to npm before the install
+# the workspace packages (packages/core, packages/client) must be known to npm before the install
+COPY packages/core/package.json packages/core/
 COPY packages/client/package.json packages/client/
 RUN npm ci --no-audit --no-fund
 COPY . .
@@ -10,11 +11,16 @@ RUN npm run build
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production HOST=0.0.0.0
+# the workspace packages resolve to their built dist/ (the "agent-passport-built" export condition)
+# instead of their TypeScript sources, for every node process of the image
+ENV NODE_ENV=production HOST=0.0.0.0 NODE_OPTIONS=--conditions=agent-passport-built
 COPY package.json package-lock.json ./
+COPY packages/core/package.json packages/core/
 COPY packages/client/package.json packages/client/
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/packages/core/dist ./packages/core/dist
+COPY --from=build /app/packages/client/dist ./packages/client/dist
 COPY --from=build /app/contracts/artifacts ./contracts/artifacts
 # markdown sources of the guides and content pages (read by dist/content/pages.js)
 COPY --from=build /app/content ./content

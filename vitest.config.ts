@@ -20,7 +20,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/unit/**', 'node_modules/**'],
+          exclude: ['test/unit/**', 'test/cluster/**', 'node_modules/**'],
           environment: 'node',
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
@@ -28,6 +28,24 @@ export default defineConfig({
           pool: 'forks',
         },
       },
+      // `npm run test:cluster` only (scripts/testCluster.ts sets TEST_CLUSTER): the Temporal server on
+      // PostgreSQL, two workers and two APIs per file; one file at a time (a file kills the server)
+      ...(process.env.TEST_CLUSTER === '1'
+        ? [
+            {
+              test: {
+                name: 'cluster',
+                include: ['test/cluster/**/*.test.ts'],
+                environment: 'node',
+                globalSetup: ['test/cluster/global-setup.ts'],
+                testTimeout: 600_000,
+                hookTimeout: 600_000,
+                pool: 'forks' as const,
+                fileParallelism: false,
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

@@ -4,36 +4,29 @@
  * (no ledger deployment, no EVM RPC) are left out, and workflows needing them are not started.
  */
 import type { Sql } from 'postgres';
-import type { Client as HederaClient } from '@hashgraph/sdk';
 import type { Config } from '../config/index.js';
-import type { LedgerDeployment } from '../ledger/deployment.js';
-import type { MirrorClient } from '../ledger/mirror.js';
-import type { IdempotentSubmitter } from '../ledger/submit.js';
+import type { LedgerServices } from '../ledger/services.js';
 import { createPassportLedgerActivities } from './ledger/passports.js';
 import { createPassportDbActivities } from './db/passports.js';
+import { createPaymentSettlementActivities } from './ledger/paymentSettlement.js';
+import { createPaymentReconcilerActivities } from './db/paymentReconciler.js';
 import { createA2aLedgerActivities } from './ledger/a2a.js';
 import { createA2aDbActivities } from './db/a2a.js';
 import { createDirectoryLedgerActivities } from './ledger/directory.js';
 import { createAgentDbActivities } from './db/agents.js';
 import { createEvmActivities } from './evm/index.js';
 import { createMarketLedgerActivities } from './ledger/market.js';
-import { createTaskDbActivities } from './db/tasks.js';
+import { createMarketDbActivities } from './db/market.js';
 import { createDomainOwnershipActivities } from './web/domainOwnership.js';
-import { createTaskVerifierActivities } from './web/taskVerifier.js';
+import { createMarketVerifierActivities } from './web/marketVerifier.js';
 import { createRegistryActivities } from './ledger/registry.js';
 import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
-
-export interface LedgerActivityDeps {
-  deployment: LedgerDeployment;
-  client: HederaClient;
-  mirror: MirrorClient;
-  submitter: IdempotentSubmitter;
-}
 
 export interface ActivityDeps {
   config: Config;
   sql: Sql;
-  ledger?: LedgerActivityDeps;
+  /** built by ledger/services.ts createLedgerServices */
+  ledger?: LedgerServices;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -41,20 +34,22 @@ export function createActivities(deps: ActivityDeps) {
   return {
     // passports: ledger writes and projections, only with a ledger deployment
     ...(ledger ? { ...createPassportLedgerActivities({ sql, ledger }), ...createPassportDbActivities({ sql }) } : {}),
+    // x402 settlement inside the passport workflows and the payment reconciler (issue 23)
+    ...(ledger ? { ...createPaymentSettlementActivities({ sql, ledger }), ...createPaymentReconcilerActivities({ sql }) } : {}),
     // agent directory: registration and rebuild, only with a ledger deployment
     ...(ledger ? { ...createDirectoryLedgerActivities({ sql, ledger }), ...createAgentDbActivities({ sql }) } : {}),
     // A2A messages: chunk submission and the inbox projection, only with a ledger deployment
     ...(ledger ? { ...createA2aLedgerActivities({ sql, ledger }), ...createA2aDbActivities({ sql, ledger }) } : {}),
     // marketplace tasks: escrow schedules, payouts, topic messages and the projection, only with a ledger deployment
-    ...(ledger ? { ...createMarketLedgerActivities({ sql, ledger }), ...createTaskDbActivities({ sql }) } : {}),
+    ...(ledger ? { ...createMarketLedgerActivities({ sql, ledger }), ...createMarketDbActivities({ sql }) } : {}),
     // sponsored registry registrations: the directory record paid by the operator, only with a ledger deployment
     ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
     // task result verifiers (none, sha256, json_schema, http through the SSRF guard)
-    ...createTaskVerifierActivities({ allowPrivate: config.TRUST_ALLOW_PRIVATE }),
-    // domain ownership challenges: DNS TXT and well-known checks (issue 11)
-    ...createDomainOwnershipActivities({ sql, dnsServers: trustDnsServers(config), allowPrivate: config.TRUST_ALLOW_PRIVATE, fetchOrigins: trustFetchOrigins(config) }),
+    ...createMarketVerifierActivities({ allowPrivate: config.TRUST_ALLOW_PRIVATE }),
+    // domain ownership challenges handed out before issue 20 (their workflows): DNS TXT and well-known checks
+    ...createDomainOwnershipActivities({ sql, dnsServers: trustDnsServers(config), allowPrivate: config.TRUST_ALLOW_PRIVATE, fetchOrigins: trustFetchOrigins(config), ownershipTtlMs: config.TRUST_OWNERSHIP_TTL_MS }),
   };
 }
 

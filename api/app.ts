@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { compiledSerializerCompiler } from './serializer.js';
-import type { AppContext } from './context.js';
+import { publicBase, type AppContext } from './context.js';
 import errorHandler, { answerFrameworkError } from './plugins/errorHandler.js';
 import rateLimitPlugin from './plugins/rateLimit.js';
 import securityPlugin from './plugins/security.js';
@@ -18,7 +18,7 @@ import codecRoutes from './routes/codec.js';
 import authRoutes from './routes/auth.js';
 import signedRequestPlugin from './plugins/signedRequest.js';
 import x402Plugin from './plugins/x402.js';
-import { x402NetworkId } from '../ledger/x402/network.js';
+import { x402NetworkId } from '@agent-passport/core/x402/network';
 import eventsRoutes from './routes/events.js';
 import rulesRoutes from './routes/rules.js';
 import wellKnownRoutes from './routes/wellKnown.js';
@@ -31,7 +31,9 @@ import adminRoutes from './routes/admin.js';
 import x402InfoRoutes from './routes/x402Info.js';
 import a2aRoutes from './routes/a2a.js';
 import agentsRoutes from './routes/agents/index.js';
+import { installAgentDirectory } from './agents/directory.js';
 import marketRoutes from './routes/market/index.js';
+import { registerMarket } from './market/state.js';
 import trustOwnershipRoutes from './routes/trust/ownership.js';
 import trustAttestRoutes from './routes/trust/attest.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
@@ -44,10 +46,11 @@ import discoveryRoutes from './routes/discovery.js';
 import searchRoutes from './routes/search.js';
 import feedRoutes from './routes/feed.js';
 import contentRoutes from './routes/content.js';
-import { registryClientsFor } from './routes/registry/clients.js';
-import { publicBase } from './passportViews.js';
+import { registryClientsFor } from './registry/clients.js';
 import mcpRoutes from './routes/mcp.js';
 import { AccessLog, lazyChildLogger } from './requestLogger.js';
+import { initialWorkflowSettings } from './workflowSettings.js';
+import { installTrustSnapshots } from './trust/snapshots.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -125,6 +128,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   app.addHook('preClose', async () => {
     closing = true;
   });
+  // how the routes of every feature but the marketplace run workflows (waits, timings, id scope)
+  app.decorate('workflowSettings', initialWorkflowSettings(ctx.config));
   // While closing, answers also close their connection, so keep-alive sockets do not hold the close.
   // Hooks on every request are callback-style (no promise per request: the fast path, issue 8).
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -170,12 +175,14 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   await app.register(healthRoutes, { ctx });
   await app.register(metaRoutes, { ctx });
   await app.register(codecRoutes, { ctx });
+  // the trust snapshots (one cache, one signing key): GET /api/trust/{domain}, attest, the signature directory
+  installTrustSnapshots(app, ctx);
 
   // Groups below need PostgreSQL and the ledger; without them (unit-style tests) they are absent.
   const { sql, ledger } = ctx;
   if (sql && ledger) {
-    await app.register(signedRequestPlugin, { sql, keys: ledger.keys, network: ledger.deployment.network });
-    await app.register(authRoutes, { sql, network: ledger.deployment.network, sweepEveryMs: ctx.config.AUTH_CHALLENGE_SWEEP_MS });
+    await app.register(signedRequestPlugin, { sql, keys: ledger.keys, network: ledger.deployment.network, publicBaseUrl: ctx.config.PUBLIC_BASE_URL });
+    await app.register(authRoutes, { sql, network: ledger.deployment.network, sweepEveryMs: ctx.config.AUTH_CHALLENGE_SWEEP_MS, publicBaseUrl: ctx.config.PUBLIC_BASE_URL });
     if (ledger.deployment.facilitatorUrl) {
       await app.register(x402Plugin, {
         sql,
@@ -192,9 +199,11 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(x402InfoRoutes, { ctx });
     // A2A messaging over the a2a topic (issue 9)
     await app.register(a2aRoutes, { ctx });
-    // agent directory and directory rebuild (issue 9)
+    // agent directory and directory rebuild (issue 9); the directory in memory is read by search and the feed too
+    installAgentDirectory(app, sql);
     await app.register(agentsRoutes, { ctx });
-    // task marketplace with HBAR escrow (issue 10)
+    // task marketplace with HBAR escrow (issue 10): app.market (api/market/) and its routes
+    registerMarket(app, ctx, { sql, ledger });
     await app.register(marketRoutes, { ctx });
     // search and the RSS feed over the directory and the task book in memory (issue 12 part 2)
     await app.register(searchRoutes, { ctx });
@@ -202,8 +211,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     // on-chain attestation of trust snapshots by passport holders (issue 11)
     await app.register(trustAttestRoutes, { ctx });
   }
-  // domain ownership challenges (issue 11): PostgreSQL and Temporal only
-  if (sql) await app.register(trustOwnershipRoutes, { ctx });
+  // domain ownership challenges (issue 11; verify-ownership is DID-signed since issue 20): PostgreSQL and the ledger's keys
+  if (sql && ledger) await app.register(trustOwnershipRoutes, { ctx });
   await app.register(eventsRoutes, { ctx });
   await app.register(agentCardRoutes, { ctx });
   // trust snapshots, the rule catalog and the signature directory (issue 11); ownership from PostgreSQL when present

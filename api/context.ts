@@ -3,20 +3,16 @@
  * handed to buildApp. Everything beyond config is optional so a route group that does not need a
  * dependency can be tested without it; app.ts registers a group only when its dependencies exist.
  */
+import type { FastifyRequest } from 'fastify';
 import type { Sql } from 'postgres';
 import type { Client as TemporalClient } from '@temporalio/client';
-import type { Client as HederaClient } from '@hashgraph/sdk';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/index.js';
-import type { LedgerDeployment } from '../ledger/deployment.js';
-import type { MirrorClient } from '../ledger/mirror.js';
+import type { LedgerClients } from '../ledger/services.js';
 import type { AccountKeyResolver } from './auth/accountKeys.js';
 
-export interface LedgerContext {
-  deployment: LedgerDeployment;
-  /** SDK client with the operator, for freezing transactions that callers sign in-process. */
-  client: HederaClient;
-  mirror: MirrorClient;
+/** The ledger clients (ledger/services.ts ledgerClients; the client freezes transactions callers sign in-process) and the account key cache. */
+export interface LedgerContext extends LedgerClients {
   keys: AccountKeyResolver;
 }
 
@@ -29,4 +25,9 @@ export interface AppContext {
   ledger?: LedgerContext;
   /** The clock of routes that count by time (registry caps, sponsored budget day); tests inject one. Default: new Date() */
   now?: () => Date;
+}
+
+/** The service's public origin: PUBLIC_BASE_URL, else the request's own scheme and host (links, issuer, feed). */
+export function publicBase(ctx: AppContext, request: FastifyRequest): string {
+  return (ctx.config.PUBLIC_BASE_URL ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '');
 }

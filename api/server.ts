@@ -4,7 +4,7 @@ import { loadConfig, ConfigError } from '../config/index.js';
 import { createSql } from '../db/client.js';
 import { lazyTemporalClient } from '../temporal/client.js';
 import { DeploymentError, loadLedgerDeployment } from '../ledger/deployment.js';
-import { ledgerClients } from '../ledger/context.js';
+import { ledgerClients } from '../ledger/services.js';
 import { buildApp } from './app.js';
 import { mirrorAccountKeys } from './auth/accountKeys.js';
 import type { LedgerContext } from './context.js';
@@ -16,9 +16,8 @@ async function main() {
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
   let ledger: LedgerContext | undefined;
   try {
-    const deployment = loadLedgerDeployment(config);
-    const { client, mirror } = ledgerClients(deployment);
-    ledger = { deployment, client, mirror, keys: mirrorAccountKeys(mirror) };
+    const clients = ledgerClients(loadLedgerDeployment(config));
+    ledger = { ...clients, keys: mirrorAccountKeys(clients.mirror) };
   } catch (err) {
     if (!(err instanceof DeploymentError) || config.NODE_ENV === 'production') throw err;
     console.warn(`api: ledger routes disabled (${err.message})`);

@@ -5,7 +5,9 @@
  */
 import type { FastifyReply } from 'fastify';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
-import type { WorkflowIdReusePolicy } from '@temporalio/common';
+import type { Workflow, WorkflowIdReusePolicy, WorkflowResultType } from '@temporalio/common';
+import { startWorkflow, workflowHandle } from '../temporal/workflows.js';
+import type { InputOf, WorkflowContract, WorkflowOf } from '../workflows/contracts/contract.js';
 import type { AppContext } from './context.js';
 import { ApiError, errorBody } from './errors.js';
 
@@ -18,22 +20,31 @@ export async function temporalClient(ctx: AppContext): Promise<Client> {
   }
 }
 
-/** Starts a workflow, or attaches to the running one with the same id. */
-export async function startOrAttach(
+/**
+ * Starts the contract's workflow (workflows/contracts/), or attaches to the running one with the same
+ * id. The contract names the workflow type and types the input and the handle's result.
+ */
+export async function startOrAttach<C extends WorkflowContract>(
   ctx: AppContext,
-  workflowType: string,
+  contract: C,
   workflowId: string,
-  arg: unknown,
-  /** what the Temporal UI shows for the run (summary line, details); REJECT_DUPLICATE: a closed run is never started again */
-  display: { staticSummary?: string; staticDetails?: string; workflowIdReusePolicy?: WorkflowIdReusePolicy } = {},
-): Promise<WorkflowHandle> {
+  input: InputOf<C>,
+  display: StartDisplay = {},
+): Promise<WorkflowHandle<WorkflowOf<C>>> {
   const client = await temporalClient(ctx);
   try {
-    return await client.workflow.start(workflowType, { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, args: [arg], ...display });
+    return await startWorkflow(client, contract, input, { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, ...display });
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return workflowHandle(client, contract, workflowId);
     throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry the same request after 30 seconds' });
   }
+}
+
+/** what the Temporal UI shows for the run (summary line, details); REJECT_DUPLICATE: a closed run is never started again */
+export interface StartDisplay {
+  staticSummary?: string;
+  staticDetails?: string;
+  workflowIdReusePolicy?: WorkflowIdReusePolicy;
 }
 
 const PENDING = Symbol('pending');
@@ -65,9 +76,17 @@ export async function workflowRunning(ctx: AppContext, workflowId: string): Prom
   }
 }
 
-/** The workflow's result, PENDING after waitMs, or an ApiError 502 when the workflow failed. */
-export async function waitForResult<T>(handle: WorkflowHandle, waitMs: number): Promise<T | typeof PENDING> {
-  const result = handle.result() as Promise<T>;
+/**
+ * The workflow's result (typed by the handle's contract), PENDING after waitMs, or an ApiError 502
+ * when the workflow failed. T names the result where the compiler cannot work it out from a handle
+ * whose contract is itself a type parameter (api/passports/paidRequest.ts).
+ */
+export async function waitForResult<T = never, W extends Workflow = Workflow>(
+  handle: WorkflowHandle<W>,
+  waitMs: number,
+): Promise<([T] extends [never] ? WorkflowResultType<W> : T) | typeof PENDING> {
+  type R = [T] extends [never] ? WorkflowResultType<W> : T;
+  const result = handle.result() as Promise<R>;
   result.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<typeof PENDING>((resolve) => {

@@ -23,9 +23,10 @@ import { createSql, type Sql } from '../db/client.js';
 import { compiledSerializerCompiler } from '../api/serializer.js';
 import errorHandler from '../api/plugins/errorHandler.js';
 import agentsRoutes from '../api/routes/agents/index.js';
+import { installAgentDirectory } from '../api/agents/directory.js';
 import type { AppContext } from '../api/context.js';
 import { createDirectoryLedgerActivities } from '../activities/ledger/directory.js';
-import { IdempotentSubmitter } from '../ledger/submit.js';
+import { createLedgerServices } from '../ledger/services.js';
 import type { AgentRegisteredMessage } from '../domain/directory.js';
 import { testConfig } from '../test/support/app.js';
 import { startLedgerStack } from '../test/support/ledgerStack.js';
@@ -67,6 +68,7 @@ async function benchQueries(sql: Sql) {
   await seedAgents(sql, AGENTS);
   const { app, ctx } = productApp(sql);
   await app.register(errorHandler, { bodyLimit: 1024 * 1024 });
+  installAgentDirectory(app, sql);
   await app.register(agentsRoutes, { ctx });
   await app.ready();
   const t0 = performance.now();
@@ -128,7 +130,7 @@ async function benchQueries(sql: Sql) {
 async function benchRebuild(sql: Sql) {
   const stack = await startLedgerStack('bench-directory');
   try {
-    const { deployment, client, mirror } = stack.ledger;
+    const { deployment, mirror } = stack.ledger;
     const topicNum = Number(deployment.topics.directory.split('.')[2]);
     const topic = stack.localnet.engine.state.topics.get(topicNum);
     if (!topic) throw new Error(`directory topic ${deployment.topics.directory} not in localnet state`);
@@ -169,7 +171,7 @@ async function benchRebuild(sql: Sql) {
     }
     const joinedMs = performance.now() - t3;
 
-    const acts = createDirectoryLedgerActivities({ sql, ledger: { deployment, client, mirror, submitter: new IdempotentSubmitter({ sql, client, mirror }) } });
+    const acts = createDirectoryLedgerActivities({ sql, ledger: createLedgerServices(stack.ledger, { sql }) });
     const t2 = performance.now();
     const counts = (await new MockActivityEnvironment().run(acts.rebuildDirectoryProjection)) as Awaited<ReturnType<typeof acts.rebuildDirectoryProjection>>;
     const rebuildMs = performance.now() - t2;

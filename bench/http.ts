@@ -47,15 +47,15 @@ async function serveApp() {
   const { loadConfig } = await import('../config/index.js');
   const { createSql } = await import('../db/client.js');
   const { loadLedgerDeployment } = await import('../ledger/deployment.js');
-  const { ledgerClients } = await import('../ledger/context.js');
+  const { ledgerClients } = await import('../ledger/services.js');
   const { mirrorAccountKeys } = await import('../api/auth/accountKeys.js');
   const { buildApp } = await import('../api/app.js');
   const config = loadConfig(process.env);
   const sql = createSql(config.DATABASE_URL!);
   const deployment = loadLedgerDeployment(config);
-  const { client, mirror } = ledgerClients(deployment);
+  const clients = ledgerClients(deployment);
   const app = await buildApp(
-    { config, sql, ledger: { deployment, client, mirror, keys: mirrorAccountKeys(mirror) } },
+    { config, sql, ledger: { ...clients, keys: mirrorAccountKeys(clients.mirror) } },
     // the destination pino uses for stdout in production (sonic-boom), pointed at /dev/null
     { logger: { stream: pino.destination('/dev/null') } },
   );

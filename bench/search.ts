@@ -19,6 +19,7 @@ import { createSql, type Sql } from '../db/client.js';
 import { compiledSerializerCompiler } from '../api/serializer.js';
 import errorHandler from '../api/plugins/errorHandler.js';
 import agentsRoutes from '../api/routes/agents/index.js';
+import { installAgentDirectory } from '../api/agents/directory.js';
 import searchRoutes from '../api/routes/search.js';
 import type { AppContext } from '../api/context.js';
 import { testConfig } from '../test/support/app.js';
@@ -64,6 +65,7 @@ async function main() {
     app.setSerializerCompiler(compiledSerializerCompiler);
     app.decorate('signedRequest', () => async () => {});
     await app.register(errorHandler, { bodyLimit: 1024 * 1024 });
+    installAgentDirectory(app, sql);
     await app.register(agentsRoutes, { ctx });
     await app.register(searchRoutes, { ctx });
     await app.ready();

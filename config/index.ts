@@ -4,6 +4,7 @@
  * .env.example documents each variable.
  */
 import { createPrivateKey } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -22,6 +23,47 @@ export function isEd25519PrivateKey(text: string): boolean {
   }
 }
 
+/** An IPv4 or IPv6 address, or a CIDR range of either. */
+function isAddressOrCidr(text: string): boolean {
+  if (text.includes('/')) {
+    try {
+      ipaddr.parseCIDR(text);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  return ipaddr.isValid(text);
+}
+
+/**
+ * TRUST_PROXY: whose X-Forwarded-For to believe, in the forms Fastify 5 supports safely. false (or
+ * unset): nobody's, the client is the socket's address; a comma-separated list of proxy addresses and
+ * CIDR ranges: the proxies at those addresses (the client is the nearest address that is not one of
+ * them); true: everyone's, so any client can claim any address (refused in production). A hop count
+ * is refused: it cannot tell a proxy from a client that reaches the API directly, which is why
+ * Fastify 5.12 ignores it (trusts nobody) instead.
+ */
+export const trustProxySetting = z
+  .string()
+  .trim()
+  .transform((text, ctx): boolean | string[] => {
+    const lower = text.toLowerCase();
+    if (lower === 'false' || lower === 'no' || lower === '0') return false;
+    if (lower === 'true' || lower === 'yes') return true;
+    if (/^\d+$/.test(text)) {
+      ctx.addIssue({ code: 'custom', message: 'a hop count cannot tell a proxy from a client that reaches the API directly: give the proxies\' addresses or CIDR ranges (e.g. 10.0.0.0/8,127.0.0.1)' });
+      return z.NEVER;
+    }
+    const list = text.split(',').map((a) => a.trim()).filter(Boolean);
+    const bad = list.filter((a) => !isAddressOrCidr(a));
+    if (!list.length || bad.length) {
+      ctx.addIssue({ code: 'custom', message: `must be false or the proxies' addresses/CIDR ranges separated by commas (e.g. 10.0.0.0/8,127.0.0.1)${bad.length ? `; not an address: ${bad.join(', ')}` : ''}` });
+      return z.NEVER;
+    }
+    return list;
+  });
+
 export const configSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -31,9 +73,11 @@ export const configSchema = z.object({
   // HTTP API
   HOST: z.string().default('127.0.0.1'),
   PORT: port.default(3000),
-  PUBLIC_BASE_URL: z.url().optional(),
+  /** the service's public URL: links, OpenAPI servers, and the origin sign-in challenges name (required in production) */
+  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   CORS_ORIGINS: z.string().default('*'),
-  TRUST_PROXY: bool.default(false),
+  /** whose X-Forwarded-For to believe: false, or the proxies' addresses/CIDRs (trustProxySetting); true is refused in production */
+  TRUST_PROXY: trustProxySetting.default(false),
   RATE_LIMIT_MAX: z.coerce.number().int().positive().default(60),
   RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
   REDIS_URL: z.url().optional(),
@@ -51,6 +95,8 @@ export const configSchema = z.object({
   TEMPORAL_TLS: bool.default(false),
   TEMPORAL_API_KEY: z.string().optional(),
   TEMPORAL_CLI_PATH: z.string().optional(),
+  /** retention of closed workflows in TEMPORAL_NAMESPACE, set by `npm run temporal:setup` (days) */
+  TEMPORAL_NAMESPACE_RETENTION_DAYS: z.coerce.number().min(1).max(3650).default(30),
   PAYLOAD_CODEC_KEY: hex64.optional(),
   CODEC_CORS_ORIGIN: z.string().default('http://localhost:8233'),
 
@@ -60,8 +106,46 @@ export const configSchema = z.object({
   HEDERA_OPERATOR_KEY: z.string().optional(),
   HEDERA_MIRROR_URL: z.url().optional(),
   LOCALNET_CONFIG_PATH: z.string().default('.data/localnet.json'),
+  /** The marketplace escrow account (only escrowed task money); default: the deployment file's `escrow` */
+  ESCROW_ACCOUNT_ID: z.string().regex(/^\d+\.\d+\.\d+$/).optional(),
+  /** The escrow account's private key (DER hex, or 0x-hex ECDSA): signs escrow payouts and refunds. A secret: worker only */
+  ESCROW_PRIVATE_KEY: z.string().optional(),
   FACILITATOR_URL: z.url().optional(),
   MARKET_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(250),
+  // Marketplace escrow promises and posting caps (issue 19 item 7, issue 20 items 2, 4, 10; docs/costs.md "Marketplace").
+  // Default claim window (s): a claim with no delivery lapses back to posted; a poster may choose 1-720 h per task (claimWindowHours).
+  MARKET_CLAIM_WINDOW_S: z.coerce.number().int().min(1).max(30 * 86_400).default(86_400),
+  // Default review window (s) of an escrow task after delivery: with no complete and no cancel the escrow is released to the claimer (reviewWindowHours per task).
+  MARKET_REVIEW_WINDOW_S: z.coerce.number().int().min(1).max(30 * 86_400).default(259_200),
+  // Funding window (s): an escrow task still unfunded this long after posting is cancelled (its schedule renewals end with it).
+  MARKET_FUNDING_WINDOW_S: z.coerce.number().int().min(1).max(30 * 86_400).default(86_400),
+  // Open unfunded tasks (escrow not funded, or no escrow) per poster; the next post answers 429 market_unfunded_limit.
+  MARKET_UNFUNDED_TASKS_MAX: z.coerce.number().int().min(1).default(10),
+  // Tasks a poster may post per rolling 24 h (429 market_post_quota_exceeded).
+  MARKET_POSTS_PER_DAY: z.coerce.number().int().min(1).default(100),
+  // increase-reward steps per task (each replaces an escrow schedule at the operator's cost).
+  MARKET_REWARD_INCREASES_MAX: z.coerce.number().int().min(1).max(100).default(5),
+  // Verifier runs per delivery: a verdict is reused; an inconclusive run (verifier unreachable) runs again at most this many times in all...
+  MARKET_VERIFY_RUNS_MAX: z.coerce.number().int().min(1).max(100).default(5),
+  // ...and not sooner than this many seconds after the last run.
+  MARKET_VERIFY_RETRY_S: z.coerce.number().int().min(1).default(300),
+
+  /** bytes of messages per sender DID per UTC day the operator pays for on the deprecated POST /a2a/send (0: none; the sender-paid routes have no budget; at most 2^31-1, a quota_counters count) */
+  A2A_OPERATOR_DAILY_BYTES: z.coerce.number().int().min(0).max(2_147_483_647).default(65_536),
+
+  // x402 payments (issue 23): settled inside the passport workflows; the reconciler settles the rest
+  /** a payment still without a passport, an upgrade, a refund or a failure this long after it was recorded is settled by the payment reconciler */
+  PAYMENT_RECONCILE_AFTER_MS: z.coerce.number().int().min(1_000).default(600_000),
+  /** how often the payment reconciler's schedule runs a pass (one per task queue, started by the worker) */
+  PAYMENT_RECONCILE_EVERY_MS: z.coerce.number().int().min(1_000).default(60_000),
+  /**
+   * Prefix of the passport, A2A and reconciler workflow ids this deployment starts (default none).
+   * Only for deployments sharing one Temporal namespace with another whose ledger ids coincide (tests
+   * run several localnets against one dev server).
+   */
+  WORKFLOW_ID_SCOPE: z.string().regex(/^[A-Za-z0-9._:/-]{1,120}$/, 'must be 1-120 of A-Z a-z 0-9 . _ : / -').optional(),
+  /** tests only (honoured only when NODE_ENV=test): the API SIGKILLs itself at this point of a paid passport request */
+  API_TEST_KILL_POINT: z.enum(['after-verify', 'after-record', 'after-start', 'after-settle']).optional(),
 
   // EVM
   EVM_RPC_URL: z.url().optional(),
@@ -106,8 +190,20 @@ export const configSchema = z.object({
   TRUST_DNS_SERVERS: z.string().optional(),
   /** how long a challenge is valid (SPEC/DESIGN: 24 h) */
   TRUST_CHALLENGE_TTL_MS: z.coerce.number().int().min(1_000).default(86_400_000),
-  /** time between two checks of a pending challenge */
-  TRUST_OWNERSHIP_POLL_MS: z.coerce.number().int().min(100).default(300_000),
+  /** how long a proven ownership counts (attest needs one); a new challenge proven the same way renews it (default 30 days) */
+  TRUST_OWNERSHIP_TTL_MS: z.coerce.number().int().min(1_000).default(30 * 86_400_000),
+  /** new ownership challenges (rows of domain_challenges, with or without ?did=) per client address per UTC day; a DID's open one handed out again does not count */
+  TRUST_CHALLENGES_DAILY_PER_IP: z.coerce.number().int().min(0).default(100),
+  /** checks run by POST /api/trust/{domain}/verify-ownership per signed DID per UTC day (each: 2 DNS queries, one fetch of at most 4 KB) */
+  TRUST_VERIFY_DAILY_PER_DID: z.coerce.number().int().min(0).default(30),
+  /** the same, per client address per UTC day */
+  TRUST_VERIFY_DAILY_PER_IP: z.coerce.number().int().min(0).default(60),
+  /** new attestations (one EVM transaction each, paid by the service) per attesting DID per UTC day */
+  TRUST_ATTEST_DAILY_PER_DID: z.coerce.number().int().min(0).default(10),
+  /** uncached trust scans (12 fetches of at most 256 KiB each) per client address per UTC day; cached snapshots are free */
+  TRUST_SCANS_DAILY_PER_IP: z.coerce.number().int().min(0).default(50),
+  /** uncached trust scans per registrable domain (all its subdomains together, all callers) per hour: bounds wildcard subdomains */
+  TRUST_SCANS_HOURLY_PER_SITE: z.coerce.number().int().min(0).default(30),
   /** EVM key (0x + 64 hex) that sends attestDomain; must be a minter of the passport contract. A secret: worker only */
   EVM_ATTESTER_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 0x and 64 hex characters').optional(),
 });
@@ -119,14 +215,15 @@ export type ConfigRole = 'api' | 'worker';
 
 /**
  * Variables a production process refuses to start without (NODE_ENV=production), so it never
- * comes up with routes missing or the codec open: the admin token digest, the payload key, the
+ * comes up with routes missing or the codec open: the public base URL (the origin sign-in challenges
+ * name and signatures are checked against; a Host header is the client's own claim), the admin token digest, the payload key, the
  * database, the Temporal cluster, the trust snapshot signing key (api) and the ledger (operator,
- * mirror, facilitator; the deployment file at LOCALNET_CONFIG_PATH is checked at start-up by
- * ledger/deployment.ts).
+ * mirror, facilitator; the escrow key for the worker, which signs escrow payouts; the deployment
+ * file at LOCALNET_CONFIG_PATH is checked at start-up by ledger/deployment.ts).
  */
 export const PRODUCTION_REQUIRED: Record<ConfigRole, readonly (keyof Config)[]> = {
-  api: ['ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TRUST_SIGNING_KEY', 'TRUST_SIGNING_KEY_ID', 'OAUTH_SIGNING_KEY', 'OAUTH_SIGNING_KEY_ID'],
-  worker: ['PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL'],
+  api: ['PUBLIC_BASE_URL', 'ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TRUST_SIGNING_KEY', 'TRUST_SIGNING_KEY_ID', 'OAUTH_SIGNING_KEY', 'OAUTH_SIGNING_KEY_ID'],
+  worker: ['PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'ESCROW_PRIVATE_KEY'],
 };
 
 export class ConfigError extends Error {
@@ -150,6 +247,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     opts.role && cleaned.NODE_ENV === 'production'
       ? PRODUCTION_REQUIRED[opts.role].filter((name) => cleaned[name] === undefined).map((name) => `${name}: missing (required when NODE_ENV=production)`)
       : [];
+  // X-Forwarded-For from anyone would let every client pick the address its limits are counted by.
+  if (cleaned.NODE_ENV === 'production' && parsed.success && parsed.data.TRUST_PROXY === true) {
+    missing.push('TRUST_PROXY: true trusts any X-Forwarded-For, which is refused when NODE_ENV=production; give the addresses or CIDR ranges of the proxies in front of the API');
+  }
   if (parsed.success && !missing.length) return parsed.data;
   const problems = (parsed.success ? [] : parsed.error.issues).map((issue) => {
     const name = issue.path.join('.');

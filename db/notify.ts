@@ -27,6 +27,8 @@ export const CHANNELS = {
   agent: 'agent_changed',
   /** payload the task id: task created or changed */
   task: 'task_changed',
+  /** payload a DID: its marketplace record (market_records, written with the task that moved it) changed */
+  marketRecord: 'market_record_changed',
   /** payload the indexer source name: chain events written or rewound (GET /events' cache) */
   chainEvents: 'chain_events_changed',
   /** payload the audit topic id: audit events projected */

@@ -14,11 +14,15 @@ export interface AuditEvent {
   oldTier?: string;
   newTier?: string;
   reason?: string;
+  /** payment.reconciled (issue 23) */
+  paymentTransactionId?: string;
+  outcome?: string;
+  refundTransactionId?: string;
   sequenceNumber?: number;
   consensusTimestamp?: string;
 }
 
-const STRING_FIELDS = ['did', 'tokenId', 'tier', 'oldTier', 'newTier', 'reason'] as const;
+const STRING_FIELDS = ['did', 'tokenId', 'tier', 'oldTier', 'newTier', 'reason', 'paymentTransactionId', 'outcome', 'refundTransactionId'] as const;
 
 /** Parses one topic message into an audit event; null for anything that is not one. */
 export function parseAuditMessage(text: string, meta: { sequenceNumber: number; consensusTimestamp?: string | null }): AuditEvent | null {

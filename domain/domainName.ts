@@ -10,6 +10,8 @@
  * [a-z0-9-] or starting or ending with '-', an all-numeric top-level label.
  */
 
+import { sha256Base64url } from './hash.js';
+
 export const DOMAIN_MAX_LENGTH = 253;
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
@@ -38,6 +40,9 @@ export function parseDomainName(input: string): DomainNameResult {
   return { ok: true, domain: host };
 }
 
+/** How an ownership challenge was proven: the DNS TXT record or the well-known file. */
+export type OwnershipMethod = 'dns' | 'well-known';
+
 /** The DNS name that carries the ownership TXT record (DESIGN.md section 6). */
 export function ownershipDnsName(domain: string): string {
   return `_agent-passport.${domain}`;
@@ -50,12 +55,24 @@ export function ownershipWellKnownUrl(domain: string): string {
   return `https://${domain}${OWNERSHIP_WELL_KNOWN_PATH}`;
 }
 
-/** The TXT record value (and the accepted well-known file line) that proves a challenge token. */
-export function ownershipTxtValue(token: string): string {
-  return `agent-passport-verification=${token}`;
+/**
+ * The TXT record value (and the well-known file's line) that proves a challenge: `value` is what the
+ * challenge publishes, its token (issued for a DID) or ownershipTokenDigest(token) (issued without).
+ */
+export function ownershipTxtValue(value: string): string {
+  return `agent-passport-verification=${value}`;
 }
 
-/** The record to publish, in zone-file form: `_agent-passport.example.com. TXT "agent-passport-verification=<token>"`. */
-export function ownershipDnsRecord(domain: string, token: string): string {
-  return `${ownershipDnsName(domain)}. TXT "${ownershipTxtValue(token)}"`;
+/**
+ * What a challenge issued without a DID publishes instead of its token: base64url(sha256(token)),
+ * 43 characters. The token stays with the requester and claims the challenge at verify-ownership;
+ * the published digest does not give it away.
+ */
+export function ownershipTokenDigest(token: string): string {
+  return sha256Base64url(token);
+}
+
+/** The record to publish, in zone-file form: `_agent-passport.example.com. TXT "agent-passport-verification=<value>"`. */
+export function ownershipDnsRecord(domain: string, value: string): string {
+  return `${ownershipDnsName(domain)}. TXT "${ownershipTxtValue(value)}"`;
 }

@@ -46,6 +46,9 @@ const A2A_SIGNED = ['/a2a/send', '/a2a/send-signed'];
 /** Domain trust routes of the ownership challenge and the on-chain attestation (issue 11 part 2). */
 const TRUST_VERIFY = '/api/trust/:domain/verify-ownership';
 const TRUST_ATTEST = '/api/trust/:domain/attest';
+const TRUST_CHALLENGE = '/api/trust/:domain/challenge';
+/** The poll URL of an attestation (the Location of attest's 202). */
+const TRUST_ATTESTATION = '/api/trust/:domain/attestations/:snapshotHash';
 /** The agent directory (issue 9): registration is DID-signed and runs a workflow. */
 const AGENTS_REGISTER = '/agents/register';
 const AGENTS_REBUILD = '/admin/rebuild-cache';
@@ -60,8 +63,10 @@ const MARKET_KEYED = ['/market/tasks/signed', step('claim-with-key'), step('deli
 const MARKET_STEPS = ['/market/tasks', '/market/tasks/signed', step('claim'), step('claim-with-key'), step('deliver'), step('deliver-with-key'), step('cancel'), step('increase-reward'), step('complete'), step('complete-with-key'), step('verify')];
 /** market routes that require the party's passport to be active and held on the ledger (403 passport_not_found) */
 const MARKET_PASSPORT = ['/market/tasks', '/market/tasks/signed', step('claim'), step('claim-with-key'), step('prepare-payment')];
-/** Routes guarded by DID signature authentication whose request names the signing DID. */
-const SIGNED_NAMED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_SIGNED];
+/** Registry keys (issue 12 part 1); a Bearer registry key or access token is checked on every route (keyed rate limit). */
+const REGISTRY_REGISTER = '/api/v1/agents/register';
+/** Routes guarded by DID signature authentication whose request names the signing DID (the registry: when it names an owner and signs). */
+const SIGNED_NAMED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST, TRUST_VERIFY, AGENTS_REGISTER, ...MARKET_SIGNED, REGISTRY_REGISTER];
 /** Routes guarded by DID signature authentication (/market/sign: any signed-in DID). */
 const SIGNED = [...SIGNED_NAMED, '/market/sign'];
 /** Routes that run a workflow and wait for it. */
@@ -70,8 +75,6 @@ const NONE: string[] = [];
 /** Trust snapshot and rule catalog routes (issue 11 part 1). */
 const TRUST_SNAPSHOT = '/api/trust/:domain';
 const RULE = '/rules/:id';
-/** Registry keys (issue 12 part 1); a Bearer registry key or access token is checked on every route (keyed rate limit). */
-const REGISTRY_REGISTER = '/api/v1/agents/register';
 
 export const SPEC_ERRORS = [
   { code: 'policy_refusal', http_status: 409, agent_impact: 'The request was refused by policy before any work was done.', hint_template: 'Choose another subject or workflow; {reason}', affected_routes: [AGENTS_REGISTER], recovery_action: 'choose_alternative', charge: 'never' },
@@ -116,14 +119,23 @@ export const SERVICE_ERRORS = [
   { code: 'admin_auth_invalid', http_status: 403, agent_impact: 'The admin token is wrong.', hint_template: 'Use the token whose sha256 is ADMIN_TOKEN_SHA256', affected_routes: [REVOKE, ...CODEC, '/admin/contact-messages', AGENTS_REBUILD], recovery_action: 'not_authorized' },
   { code: 'auth_did_mismatch', http_status: 403, agent_impact: 'The signed-in DID is not the DID named in the request.', hint_template: 'Sign in as {did} or name your own DID in the body', affected_routes: routes(SIGNED_NAMED, '/a2a/send-with-key', MARKET_KEYED), recovery_action: 'change_request' },
   { code: 'passport_already_revoked', http_status: 409, agent_impact: 'The passport is already revoked.', hint_template: 'Nothing to do: {tokenId}/{serial} was revoked at {revokedAt}', affected_routes: [REVOKE], recovery_action: 'no_action' },
-  { code: 'trust_challenge_not_found', http_status: 404, agent_impact: 'No ownership challenge with this token exists for the domain.', hint_template: 'Get a challenge from GET /api/trust/{domain}/challenge and send its token', affected_routes: [TRUST_VERIFY], recovery_action: 'change_request' },
+  { code: 'trust_challenge_not_found', http_status: 404, agent_impact: 'No ownership challenge with this token exists for the domain and the signing DID (a challenge issued for another DID, or claimed by another DID, is not found).', hint_template: 'Get a challenge from GET /api/trust/{domain}/challenge and send its token', affected_routes: [TRUST_VERIFY], recovery_action: 'change_request' },
   { code: 'trust_challenge_expired', http_status: 400, agent_impact: 'The ownership challenge expired before it was proven.', hint_template: 'Get a new challenge from GET /api/trust/{domain}/challenge (valid 24 h)', affected_routes: [TRUST_VERIFY], recovery_action: 'retry_immediately' },
-  { code: 'trust_ownership_not_proven', http_status: 403, agent_impact: 'Neither the DNS TXT record nor the well-known file holds the challenge token yet.', hint_template: 'Publish {dns_record} or serve the token at {well_known_url}, then verify again', affected_routes: [TRUST_VERIFY], recovery_action: 'wait_and_retry' },
-  { code: 'trust_domain_invalid', http_status: 400, agent_impact: 'The domain is not a public DNS name (IP literal, port, path or malformed label).', hint_template: 'Give a bare domain such as example.com: {reason}', affected_routes: [TRUST_SNAPSHOT, '/api/trust/:domain/challenge', TRUST_VERIFY, TRUST_ATTEST], recovery_action: 'change_request' },
-  { code: 'trust_domain_not_found', http_status: 404, agent_impact: 'The domain does not resolve to a public address, so it cannot be scanned.', hint_template: 'Check the spelling of {domain} and its A/AAAA records', affected_routes: [TRUST_SNAPSHOT, TRUST_ATTEST], recovery_action: 'change_request' },
+  { code: 'trust_ownership_not_proven', http_status: 403, agent_impact: 'Neither the DNS TXT record nor the well-known file holds the challenge value yet.', hint_template: 'Publish {dns_record} or serve {well_known_content} at {well_known_url}, then verify again', affected_routes: [TRUST_VERIFY], recovery_action: 'wait_and_retry' },
+  { code: 'trust_domain_invalid', http_status: 400, agent_impact: 'The domain is not a public DNS name (IP literal, port, path or malformed label).', hint_template: 'Give a bare domain such as example.com: {reason}', affected_routes: [TRUST_SNAPSHOT, TRUST_CHALLENGE, TRUST_VERIFY, TRUST_ATTEST, TRUST_ATTESTATION], recovery_action: 'change_request' },
+  { code: 'trust_domain_not_found', http_status: 404, agent_impact: 'The domain does not resolve to a public address (one answer for both: it does not tell which), so it cannot be scanned or proven.', hint_template: 'Check the spelling of {domain} and its A/AAAA records', affected_routes: [TRUST_SNAPSHOT, TRUST_VERIFY, TRUST_ATTEST], recovery_action: 'change_request' },
+  { code: 'trust_ownership_required', http_status: 403, agent_impact: 'Attesting a domain needs a proven, unexpired ownership of it by the signing DID.', hint_template: 'Get a challenge from GET /api/trust/{domain}/challenge?did={did}, publish it, then POST /api/trust/{domain}/verify-ownership signed by {did}', affected_routes: [TRUST_ATTEST], recovery_action: 'change_request' },
+  { code: 'trust_quota_exceeded', http_status: 429, agent_impact: 'A daily or hourly quota of the trust routes is used up (uncached scans per address or per registrable domain, new challenges per address, ownership checks per DID or address, attestations per DID).', hint_template: 'Retry after X-RateLimit-Reset ({resetAt}); cached snapshots stay free', affected_routes: [TRUST_SNAPSHOT, TRUST_CHALLENGE, TRUST_VERIFY, TRUST_ATTEST], recovery_action: 'wait_and_retry' },
+  { code: 'trust_attestation_not_found', http_status: 404, agent_impact: 'No attestation of this snapshot hash exists for the domain.', hint_template: 'Attest with POST /api/trust/{domain}/attest; its 202 Location names the attestation to poll', affected_routes: [TRUST_ATTESTATION], recovery_action: 'change_request' },
   { code: 'trust_snapshot_failed', http_status: 503, agent_impact: 'The trust snapshot could not be generated now (DNS resolver failure or scan over its time budget).', hint_template: 'Retry in a few seconds', affected_routes: [TRUST_SNAPSHOT, TRUST_ATTEST], recovery_action: 'wait_and_retry' },
   { code: 'trust_rule_not_found', http_status: 404, agent_impact: 'No agent-readiness rule has this id.', hint_template: 'See the rule ids at /rules (AR-001 ...)', affected_routes: [RULE], recovery_action: 'change_request' },
   { code: 'idempotency_key_reused', http_status: 409, agent_impact: 'The Idempotency-Key was already used (within 24 h) for a different task post by this poster; nothing was created.', hint_template: 'Send a new Idempotency-Key for a new task, or resend the original body to get task {taskId}', affected_routes: ['/market/tasks', '/market/tasks/signed'], recovery_action: 'change_request', charge: 'never' },
+  { code: 'auth_challenge_origin_mismatch', http_status: 401, agent_impact: "The signed challenge names another service's origin: a sign-in meant for another service was relayed here.", hint_template: 'Sign only challenges that name the origin you call: GET /auth/challenge?did={did} on {origin}', affected_routes: SIGNED, recovery_action: 'change_request' },
+  { code: 'a2a_operator_budget_exceeded', http_status: 429, agent_impact: "The sender's daily budget of operator-paid message bytes on the deprecated /a2a/send is used up (it resets at the UTC day change).", hint_template: 'Send with POST /a2a/send-signed or /a2a/send-with-key (the sender pays, no daily budget), or retry after {resetAt}', affected_routes: ['/a2a/send'], recovery_action: 'choose_alternative' },
+  { code: 'market_tier_required', http_status: 403, agent_impact: 'The marketplace is for gold and platinum passports (trust ladder: marketplace_participant); this passport is below.', hint_template: 'Upgrade {tokenId}/{serial} to gold (POST /passport/{tokenId}/{serial}/upgrade), then post or claim', affected_routes: ['/market/tasks', '/market/tasks/signed', step('claim'), step('claim-with-key')], recovery_action: 'change_request' },
+  { code: 'market_unfunded_limit', http_status: 429, agent_impact: 'The poster has as many open unfunded tasks as allowed (MARKET_UNFUNDED_TASKS_MAX); nothing was posted.', hint_template: 'Fund (POST /market/tasks/signed funds at posting), complete or cancel one of your {open} unfunded tasks, or wait until {resetAt}', affected_routes: ['/market/tasks', '/market/tasks/signed'], recovery_action: 'wait_and_retry', charge: 'never' },
+  { code: 'market_post_quota_exceeded', http_status: 429, agent_impact: 'The poster posted as many tasks in the last 24 h as allowed (MARKET_POSTS_PER_DAY); nothing was posted.', hint_template: 'Retry after {resetAt}', affected_routes: ['/market/tasks', '/market/tasks/signed'], recovery_action: 'wait_and_retry', charge: 'never' },
+  { code: 'market_escrow_underfunded', http_status: 409, agent_impact: "The task's escrow holds less than its raised price (the top-up was never funded); nothing was paid.", hint_template: 'Fund the top-up: complete again with posterPrivateKey, which signs top-up schedule {scheduleId}; or cancel to get the escrow back', affected_routes: [step('complete'), step('complete-with-key')], recovery_action: 'change_request' },
   { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: [...WORKFLOW, AGENTS_REBUILD], recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
 

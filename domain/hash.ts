@@ -8,3 +8,8 @@ import { createHash } from 'node:crypto';
 export function sha256Hex(data: Uint8Array | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
+
+/** Unpadded base64url sha256 of bytes or of a UTF-8 string (ownership challenge digests). */
+export function sha256Base64url(data: Uint8Array | string): string {
+  return createHash('sha256').update(data).digest('base64url');
+}

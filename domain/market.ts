@@ -6,6 +6,8 @@
  * workflow (its Update validators enforce the same table) and the tests.
  */
 
+import type { ExpectedPayment } from './ledgerTransaction.js';
+
 export const TASK_STATUSES = ['posted', 'claimed', 'delivered', 'completed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
@@ -85,6 +87,11 @@ export function payoutOf(priceTinybars: bigint, feeBps: number): Payout {
   return { claimerTinybars: priceTinybars - feeTinybars, feeTinybars };
 }
 
+/** The memo of a task's direct payment (prepare-payment sets it; the checks of the API, the workflow and the activity require it). */
+export function paymentMemo(taskId: string): string {
+  return `task ${taskId} payment`;
+}
+
 // ------------------------------------------------------------------ the task record
 
 export interface TaskRecord {
@@ -122,13 +129,97 @@ export interface TaskRecord {
   escrow: boolean;
   createdAt: string;
   updatedAt: string;
+  // Escrow promises (issue 19 item 7, issue 20 items 2 and 10; DESIGN 11). Optional: records written
+  // before them have none, and their workflows keep the old timers (patched).
+  /** seconds a claim may stay undelivered before it lapses back to posted (fixed at posting) */
+  claimWindowSeconds?: number;
+  /** while claimed: when the claim lapses without a delivery */
+  claimEndsAt?: string | null;
+  /** escrow tasks: seconds after delivery with no complete and no cancel before the escrow is released to the claimer */
+  reviewWindowSeconds?: number | null;
+  /** while delivered (escrow): when the escrow is released to the claimer if the poster neither completes nor cancels */
+  reviewEndsAt?: string | null;
+  /** escrow tasks: seconds after posting an unfunded escrow may stay unfunded before the task is cancelled */
+  fundingWindowSeconds?: number | null;
+  /** while the escrow is not funded: when the task is cancelled for want of funding */
+  fundingEndsAt?: string | null;
+  /** when the result was delivered */
+  deliveredAt?: string | null;
+  /** the outcome of the delivery's verifier, reused by later verifies of the same delivery */
+  verification?: TaskVerification | null;
+  /** increase-reward steps taken (each replaces a schedule at the operator's cost; bounded per task) */
+  rewardIncreases?: number;
+}
+
+/** A delivery's verification as the task keeps it (POST /verify answers it again instead of running the verifier again). */
+export interface TaskVerification {
+  passed: boolean;
+  reasons: string[];
+  /** ISO time of the run */
+  at: string;
+  /** verifier runs on this delivery so far */
+  runs: number;
+  /** the verifier gave no verdict (unreachable, not a JSON answer): it may run again after a pause, a bounded number of times */
+  inconclusive?: boolean;
+}
+
+/** Defaults of the escrow promises (config: MARKET_CLAIM_WINDOW_S, MARKET_REVIEW_WINDOW_S, MARKET_FUNDING_WINDOW_S). */
+export const DEFAULT_CLAIM_WINDOW_S = 24 * 3600;
+export const DEFAULT_REVIEW_WINDOW_S = 72 * 3600;
+export const DEFAULT_FUNDING_WINDOW_S = 24 * 3600;
+/** What a poster may choose per task for the claim and review windows (hours). */
+export const TASK_WINDOW_MIN_HOURS = 1;
+export const TASK_WINDOW_MAX_HOURS = 720;
+/** Verifier reruns of an inconclusive outcome (config: MARKET_VERIFY_RUNS_MAX, MARKET_VERIFY_RETRY_S). */
+export const DEFAULT_VERIFY_RUNS_MAX = 5;
+export const DEFAULT_VERIFY_RETRY_S = 300;
+/** increase-reward steps per task (config: MARKET_REWARD_INCREASES_MAX). */
+export const DEFAULT_REWARD_INCREASES_MAX = 5;
+
+/** The marketplace is for gold and platinum passports (SPEC 2 trust ladder, marketplace_participant): posting and claiming. */
+export const MARKET_TIERS = ['gold', 'platinum'] as const;
+
+export function isMarketTier(tier: string): boolean {
+  return (MARKET_TIERS as readonly string[]).includes(tier);
+}
+
+/** The statuses of a task still open (the in-memory task book holds these only). */
+export const OPEN_TASK_STATUSES = ['posted', 'claimed', 'delivered'] as const satisfies readonly TaskStatus[];
+
+export function isOpenStatus(s: TaskStatus): boolean {
+  return s === 'posted' || s === 'claimed' || s === 'delivered';
+}
+
+/** An escrow task whose poster has not put the price in escrow: its schedule waits for a signature, or expired. */
+export function escrowUnfunded(task: Pick<TaskRecord, 'escrow' | 'escrowStatus'>): boolean {
+  return task.escrow && (task.escrowStatus === 'scheduled' || task.escrowStatus === 'expired');
+}
+
+/** The posting step failed (the escrow schedule could not be created): the task ended cancelled and was never posted. */
+export function refusedAtPosting(task: Pick<TaskRecord, 'status' | 'escrow' | 'escrowStatus' | 'scheduleId'>): boolean {
+  return task.status === 'cancelled' && task.escrow && task.escrowStatus === 'none' && task.scheduleId === null;
+}
+
+/** A result was delivered (a delivery always leaves resultBody or resultIpfs). */
+export function wasDelivered(task: Pick<TaskRecord, 'resultBody' | 'resultIpfs'>): boolean {
+  return task.resultBody !== null || task.resultIpfs !== null;
+}
+
+/**
+ * Whether a verify of this delivery runs the verifier again: only when the kept outcome was
+ * inconclusive, fewer than `runsMax` runs were made and `retryMs` passed since the last one.
+ */
+export function verifierRunDue(v: TaskVerification | null | undefined, now: number, runsMax: number, retryMs: number): boolean {
+  if (!v) return true;
+  return v.inconclusive === true && v.runs < runsMax && now - Date.parse(v.at) >= retryMs;
 }
 
 /** What the poster decides when posting; everything else of a new task starts empty. */
 export type PostedTaskFields = Pick<
   TaskRecord,
   'taskId' | 'title' | 'description' | 'priceHbar' | 'priceTinybars' | 'capabilities' | 'posterDid' | 'verifierType' | 'verifierConfig' | 'deadline' | 'feeBps' | 'escrow'
->;
+> &
+  Partial<Pick<TaskRecord, 'claimWindowSeconds' | 'reviewWindowSeconds' | 'fundingWindowSeconds'>>;
 
 /** A task as posted at `at` (ISO time): status posted, no claimer, no escrow yet, no result, no payment. */
 export function postedTask(fields: PostedTaskFields, at: string): TaskRecord {
@@ -148,6 +239,11 @@ export function postedTask(fields: PostedTaskFields, at: string): TaskRecord {
     refundTxId: null,
     createdAt: at,
     updatedAt: at,
+    claimEndsAt: null,
+    reviewEndsAt: null,
+    fundingEndsAt: null,
+    deliveredAt: null,
+    verification: null,
   };
 }
 
@@ -291,9 +387,116 @@ export function increaseRefusal(task: TaskRecord, newPriceHbar: number): TaskRef
   return null;
 }
 
+/** The reward of a task may be raised `max` times (each raise replaces an escrow schedule at the operator's cost). */
+export function increaseCapRefusal(task: Pick<TaskRecord, 'rewardIncreases' | 'taskId'>, max: number): TaskRefusal | null {
+  if ((task.rewardIncreases ?? 0) < max) return null;
+  return {
+    kind: 'invalid',
+    code: 'invalid_request',
+    status: 400,
+    message: `The reward of task ${task.taskId} was raised ${task.rewardIncreases} times, the most allowed`,
+    hint: 'Cancel the task and post it again at the price you want',
+  };
+}
+
 /** The escrow statuses in which the poster's money sits (or will sit) in a schedule or the escrow account. */
 export function escrowPending(s: EscrowStatus): boolean {
   return s === 'scheduled' || s === 'funded';
+}
+
+// ------------------------------------------------------------------ rules the API and the workflow both apply
+// One text each: the routes (api/market/) refuse early with them, the taskLifecycle workflow's
+// validators and handlers refuse with them again (a client may reach the workflow another way).
+
+const invalid = (message: string, hint?: string): TaskRefusal => ({ kind: 'invalid', code: 'invalid_request', status: 400, message, hint });
+
+/** The posting step failed (refusedAtPosting): the answer to the post. */
+export function postingRefusal(task: Pick<TaskRecord, 'status' | 'escrow' | 'escrowStatus' | 'scheduleId'>): TaskRefusal | null {
+  if (!refusedAtPosting(task)) return null;
+  return invalid('The escrow schedule could not be created for this poster', 'The poster account must exist and hold the price');
+}
+
+/** Why a delivery's result is refused (SPEC 8: resultBody at most RESULT_BODY_MAX_BYTES, or an IPFS reference), or null. */
+export function deliveryRefusal(d: { resultBody?: string; resultIpfs?: string }): TaskRefusal | null {
+  if (d.resultBody === undefined && d.resultIpfs === undefined) {
+    return invalid('A result is missing: send resultBody or resultIpfs', `resultBody up to ${RESULT_BODY_MAX_BYTES} bytes, or resultIpfs`);
+  }
+  if (d.resultBody !== undefined && isResultBodyTooLarge(d.resultBody)) {
+    return invalid(`resultBody is over ${RESULT_BODY_MAX_BYTES} bytes`, 'Store larger results elsewhere and send resultIpfs (ipfs://<CID>)');
+  }
+  if (d.resultIpfs !== undefined && !isResultIpfs(d.resultIpfs)) return invalid('resultIpfs is not an IPFS reference', 'Use ipfs://<CID>[/path]');
+  return null;
+}
+
+/** How a task without escrow is paid (the hint of its refusals, the prepare-payment route's description). */
+export const PAYMENT_RECIPE =
+  'POST /market/tasks/{taskId}/prepare-payment (DID-signed as the poster) returns txBytes; sign its body with the poster key ' +
+  '(offline, or POST /market/sign) and send complete { posterDid, txBytes, signature, publicKey } within about 100 s, or send txBytes ' +
+  'signed with the SDK (Transaction.fromBytes(txBytes).sign(key).toBytes()), or posterPrivateKey.';
+
+/** The schedules of a task still waiting for the poster's signature: the funding schedule while scheduled, and a top-up. */
+export function pendingScheduleIds(task: Pick<TaskRecord, 'escrowStatus' | 'scheduleId' | 'topUpScheduleId'>): string[] {
+  const ids: string[] = [];
+  if (task.escrowStatus === 'scheduled' && task.scheduleId) ids.push(task.scheduleId);
+  if (task.topUpScheduleId) ids.push(task.topUpScheduleId);
+  return ids;
+}
+
+/** Why an escrow task cannot be released now (its schedule expired unsigned, or its escrow is no longer pending); null without escrow. */
+export function escrowReleaseRefusal(task: Pick<TaskRecord, 'escrow' | 'escrowStatus'>): TaskRefusal | null {
+  if (!task.escrow) return null;
+  if (task.escrowStatus === 'expired') return invalid('The escrow schedule expired before it was signed', 'Raise the reward (a new schedule is created) or cancel the task');
+  if (!escrowPending(task.escrowStatus)) return invalid(`The escrow is ${task.escrowStatus}`);
+  return null;
+}
+
+/** What a complete request brings to pay the claimer with. */
+export interface CompletionMeans {
+  /** escrow: the poster's signature of the pending schedules (API: posterPrivateKey; workflow: a ScheduleSign each, when any is pending) */
+  posterSignature: boolean;
+  /** a transfer signed by the poster (API: txBytes, signature or publicKey, or without escrow the poster's key signing one; workflow: its bytes) */
+  transfer: boolean;
+}
+
+/**
+ * Escrow or not (SPEC 4.4a complete): an escrow task is released with the poster's signature of its
+ * schedules and takes no transfer; a task without escrow is paid with the poster's signed transfer.
+ */
+export function completionRefusal(task: Pick<TaskRecord, 'escrow'>, means: CompletionMeans): TaskRefusal | null {
+  if (task.escrow) {
+    if (!means.posterSignature) {
+      return invalid('This task is paid from escrow: posterPrivateKey is required (a signature-only transfer cannot release it)', 'Send posterPrivateKey, or use POST /market/tasks/{taskId}/complete-with-key');
+    }
+    if (means.transfer) return invalid('This task is paid from escrow: txBytes, publicKey and signature are not accepted', 'Send posterDid and posterPrivateKey only');
+    return null;
+  }
+  if (!means.transfer) return invalid('Payment fields are missing: send txBytes (+ signature + publicKey) or posterPrivateKey', PAYMENT_RECIPE);
+  return null;
+}
+
+/** prepare-payment: a task paid from escrow has no transfer to sign. */
+export function directPaymentRefusal(task: Pick<TaskRecord, 'taskId' | 'escrow' | 'scheduleId'>): TaskRefusal | null {
+  if (!task.escrow) return null;
+  return invalid(`Task ${task.taskId} is paid from escrow (scheduleId ${task.scheduleId ?? 'pending'}): there is no transfer to sign`, 'Complete it with posterPrivateKey (POST /market/tasks/{taskId}/complete or complete-with-key)');
+}
+
+/**
+ * The one payment completing a task without escrow may make (domain/ledgerTransaction.ts checks
+ * client bytes against it): the poster pays the price, the claimer gets price - fee, the treasury
+ * the fee (floor of feeBps), with the task's payment memo.
+ */
+export function taskPayment(task: Pick<TaskRecord, 'taskId' | 'priceTinybars' | 'feeBps'>, accounts: { poster: string; claimer: string; treasury: string }): ExpectedPayment & { treasury: string };
+export function taskPayment(task: Pick<TaskRecord, 'taskId' | 'priceTinybars' | 'feeBps'>, accounts: { poster: string; claimer: string; treasury?: string }): ExpectedPayment;
+export function taskPayment(task: Pick<TaskRecord, 'taskId' | 'priceTinybars' | 'feeBps'>, accounts: { poster: string; claimer: string; treasury?: string }): ExpectedPayment {
+  const { claimerTinybars, feeTinybars } = payoutOf(BigInt(task.priceTinybars), task.feeBps);
+  return {
+    payer: accounts.poster,
+    claimer: accounts.claimer,
+    treasury: accounts.treasury,
+    priceTinybars: claimerTinybars + feeTinybars,
+    feeTinybars,
+    memo: paymentMemo(task.taskId),
+  };
 }
 
 // ------------------------------------------------------------------ topic messages

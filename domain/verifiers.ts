@@ -13,7 +13,7 @@
  *                posting so a broken one is refused then; only local $ref ("#...") is allowed, so
  *                nothing is fetched; "format" keywords are not checked.
  *   http         { url }: the result is POSTed to the poster's URL through the SSRF guard
- *                (activities/web/taskVerifier.ts); the answer must be JSON { passed, reasons? }.
+ *                (activities/web/marketVerifier.ts); the answer must be JSON { passed, reasons? }.
  *
  * Pure (no I/O). Uses ajv, so it is imported by the API and the activities, never by workflow code.
  */
@@ -31,6 +31,8 @@ export const REASON_MAX_CHARS = 200;
 export interface VerifierOutcome {
   passed: boolean;
   reasons: string[];
+  /** the verifier gave no verdict (http: unreachable, not 2xx, no boolean "passed"): a later verify may run it again */
+  inconclusive?: boolean;
 }
 
 export interface VerifierSubject {
@@ -226,13 +228,13 @@ export function jsonSchemaInputs(config: Record<string, unknown> | null, subject
 
 /** Reads an http verifier's answer: JSON { passed: boolean, reasons?: string[] } from a 2xx response. */
 export function parseHttpVerifierAnswer(status: number, body: Buffer | string): VerifierOutcome {
-  if (status < 200 || status > 299) return { passed: false, reasons: [`the verifier answered HTTP ${status}`] };
+  if (status < 200 || status > 299) return { passed: false, reasons: [`the verifier answered HTTP ${status}`], inconclusive: true };
   let parsed: unknown;
   try {
     parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
   } catch {
-    return { passed: false, reasons: ['the verifier answer is not JSON'] };
+    return { passed: false, reasons: ['the verifier answer is not JSON'], inconclusive: true };
   }
-  if (!isPlainObject(parsed) || typeof parsed.passed !== 'boolean') return { passed: false, reasons: ['the verifier answer has no boolean "passed"'] };
+  if (!isPlainObject(parsed) || typeof parsed.passed !== 'boolean') return { passed: false, reasons: ['the verifier answer has no boolean "passed"'], inconclusive: true };
   return { passed: parsed.passed, reasons: boundReasons(parsed.reasons) };
 }

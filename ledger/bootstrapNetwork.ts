@@ -3,15 +3,18 @@
  * previewnet) with an operator account: the passport NFT collection (treasury, supply, wipe,
  * metadata, freeze and admin keys = the operator's) and the four topics (directory, audit, a2a,
  * marketplace). Returns the deployment description the API and the worker read
- * (LOCALNET_CONFIG_PATH); localnet writes the same shape for itself. Treasury, payTo and escrow
- * are the operator account unless given.
+ * (LOCALNET_CONFIG_PATH); localnet writes the same shape for itself. Treasury and payTo are the
+ * operator account unless given. The marketplace escrow is an account of its own (issue 19): given,
+ * or created here with `escrowKey` (a key the caller generated and keeps: it goes into
+ * ESCROW_PRIVATE_KEY, never into the file) and nothing in it; without either it stays the operator
+ * (development only: the worker refuses that in production).
  *
  * Migration of a deployment whose collection has no freeze key (created before passports became
  * non-transferable; Hedera cannot add a key a token was created without): passportCollectionProblems
  * tells, migratePassportCollection creates a new collection with every key and returns the same
  * deployment with the new passportTokenId (topics, accounts and old passports unchanged).
  */
-import { Client, Hbar, PrivateKey, PublicKey, TokenCreateTransaction, TokenSupplyType, TokenType, TopicCreateTransaction } from '@hashgraph/sdk';
+import { AccountCreateTransaction, Client, Hbar, PrivateKey, PublicKey, TokenCreateTransaction, TokenSupplyType, TokenType, TopicCreateTransaction } from '@hashgraph/sdk';
 import type { LedgerDeployment } from './deployment.js';
 import type { MirrorClient } from './mirror.js';
 
@@ -24,10 +27,19 @@ export interface BootstrapNetworkOptions {
   facilitatorUrl?: string;
   payTo?: string;
   escrow?: string;
+  /** creates the escrow account with this key (when `escrow` is not given) */
+  escrowKey?: PrivateKey;
 }
 
-/** The deployment file: everything but the operator's key, which stays in HEDERA_OPERATOR_KEY. */
-export type DeploymentFile = Omit<LedgerDeployment, 'operator'> & { operator: { accountId: string } };
+/** The deployment file: everything but the keys (HEDERA_OPERATOR_KEY, ESCROW_PRIVATE_KEY). */
+export type DeploymentFile = Omit<LedgerDeployment, 'operator' | 'escrowPrivateKey'> & { operator: { accountId: string }; escrowPrivateKey?: string };
+
+/** The escrow account: its own key, no HBAR in it (its balance is then exactly the escrowed money). */
+export async function createEscrowAccount(client: Client, key: PublicKey): Promise<string> {
+  const tx = new AccountCreateTransaction().setKeyWithoutAlias(key).setInitialBalance(new Hbar(0)).setAccountMemo('marketplace escrow');
+  const receipt = await (await tx.execute(client)).getReceipt(client);
+  return receipt.accountId!.toString();
+}
 
 /** The passport collection: NFTs, treasury = the operator, every service key = the operator's. */
 async function createPassportCollection(client: Client, treasury: string, key: PublicKey): Promise<string> {
@@ -55,6 +67,7 @@ export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<D
   const { client, operator } = opts;
   const key = operator.privateKey.publicKey;
   const tokenId = await createPassportCollection(client, operator.accountId, key);
+  const escrow = opts.escrow ?? (opts.escrowKey ? await createEscrowAccount(client, opts.escrowKey.publicKey) : operator.accountId);
 
   const topics: Record<string, string> = {};
   for (const name of ['directory', 'audit', 'a2a', 'marketplace'] as const) {
@@ -72,7 +85,7 @@ export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<D
     facilitatorUrl: opts.facilitatorUrl,
     operator: { accountId: operator.accountId },
     treasury: operator.accountId,
-    escrow: opts.escrow ?? operator.accountId,
+    escrow,
     payTo: opts.payTo ?? operator.accountId,
     passportTokenId: tokenId,
     topics: topics as LedgerDeployment['topics'],

@@ -1,9 +1,11 @@
 // Builds the SDK Client for a Hedera network from configuration: local (our localnet: one node at a
 // given address), testnet, mainnet, previewnet; an operator; and tuned retry/backoff.
 import { AccountId, Client, Hbar } from '@hashgraph/sdk';
-import { parsePrivateKey, transactionSigner, type KeyType } from './keys.js';
+import { parsePrivateKey, transactionSigner, type KeyType } from '@agent-passport/core/keys';
+import type { HederaNetwork } from '@agent-passport/core/did';
 
-export type HederaNetworkName = 'local' | 'testnet' | 'mainnet' | 'previewnet';
+/** The networks of did:hedera (one list: @agent-passport/core/did). */
+export type HederaNetworkName = HederaNetwork;
 
 export interface LedgerNode {
   /** host:port of the node's HAPI gRPC endpoint, e.g. 127.0.0.1:50211 */

@@ -7,6 +7,7 @@ import {
   ReceiptStatusError,
   Status,
 } from '@hashgraph/sdk';
+import { KeyError } from '@agent-passport/core/keys';
 
 /** Statuses after which the same request may succeed later. */
 export const RETRYABLE_STATUSES: ReadonlySet<string> = new Set([
@@ -113,6 +114,7 @@ const GRPC_CODES: Record<number, string> = {
  */
 export function toLedgerError(err: unknown, context?: { transactionId?: string; phase?: LedgerErrorPhase }): LedgerError {
   if (err instanceof LedgerError) return err;
+  if (err instanceof KeyError) return new LedgerError(err.status, err.message, { phase: err.phase, retryable: err.retryable, hint: err.hint, cause: err });
   if (err instanceof PrecheckStatusError) {
     const status = statusName(err.status);
     return new LedgerError(status, `precheck failed: ${status}`, {

@@ -11,7 +11,7 @@
 //   GET /transactions/{id}                     transactions by transaction id (0.0.x-sss-nnn)
 //   GET /schedules/{id}                        a schedule
 import { LedgerError } from './errors.js';
-import type { MirrorKey } from './keys.js';
+import type { MirrorKey } from '@agent-passport/core/keys';
 
 export interface MirrorLinks {
   next: string | null;

@@ -31,7 +31,7 @@ import {
   TransferTransaction,
 } from '@hashgraph/sdk';
 import { LedgerError, statusName, toLedgerError } from './errors.js';
-import { signTransaction } from './keys.js';
+import { signTransaction } from '@agent-passport/core/keys';
 import type { MirrorClient } from './mirror.js';
 
 /** Serializable summary of a receipt (what we store in PostgreSQL and hand to workflows). */
@@ -143,12 +143,21 @@ export async function queryReceipt(
 
 const tinybars = (n: bigint | number | string) => Hbar.from(Long.fromString(BigInt(n).toString()), HbarUnit.Tinybar);
 
-export function buildHbarTransfer(p: { from: string; to: string; amountTinybars: bigint | number | string; memo?: string }): TransferTransaction {
-  const amount = BigInt(p.amountTinybars);
-  if (amount <= 0n) throw new LedgerError('INVALID_ACCOUNT_AMOUNTS', 'transfer amount must be positive', { phase: 'input', retryable: false });
-  const tx = new TransferTransaction()
-    .addHbarTransfer(AccountId.fromString(p.from), tinybars(-amount))
-    .addHbarTransfer(AccountId.fromString(p.to), tinybars(amount));
+/** An HBAR transfer to one account, or to several (`legs`), out of one account. */
+export type HbarTransferInput =
+  | { from: string; to: string; amountTinybars: bigint | number | string; memo?: string }
+  | { from: string; legs: { to: string; amountTinybars: bigint | number | string }[]; memo?: string };
+
+/**
+ * The one HBAR transfer builder: `from` pays the sum of the legs, each leg's account gets its amount
+ * (legs of 0 are left out). The sum must be positive.
+ */
+export function buildHbarTransfer(p: HbarTransferInput): TransferTransaction {
+  const legs = 'legs' in p ? p.legs.map((l) => ({ to: l.to, amount: BigInt(l.amountTinybars) })) : [{ to: p.to, amount: BigInt(p.amountTinybars) }];
+  const total = legs.reduce((s, l) => s + l.amount, 0n);
+  if (total <= 0n) throw new LedgerError('INVALID_ACCOUNT_AMOUNTS', 'transfer amount must be positive', { phase: 'input', retryable: false });
+  const tx = new TransferTransaction().addHbarTransfer(AccountId.fromString(p.from), tinybars(-total));
+  for (const l of legs) if (l.amount > 0n) tx.addHbarTransfer(AccountId.fromString(l.to), tinybars(l.amount));
   if (p.memo) tx.setTransactionMemo(p.memo);
   return tx;
 }
@@ -252,7 +261,7 @@ export function buildScheduleDelete(p: { scheduleId: string }): ScheduleDeleteTr
 
 // ---------------------------------------------------------------- direct forms
 
-export async function transferHbar(client: Client, p: Parameters<typeof buildHbarTransfer>[0] & { signers?: PrivateKey[] }): Promise<ReceiptSummary> {
+export async function transferHbar(client: Client, p: HbarTransferInput & { signers?: PrivateKey[] }): Promise<ReceiptSummary> {
   return executeAndConfirm(client, buildHbarTransfer(p), p.signers);
 }
 

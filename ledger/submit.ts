@@ -15,8 +15,9 @@ import {
   replaceSubmission,
   type LedgerSubmissionRow,
 } from '../db/queries/ledgerSubmissions.js';
+import { CheckedTransaction } from './checkedTransaction.js';
 import { LedgerError, toLedgerError } from './errors.js';
-import { signTransaction } from './keys.js';
+import { signTransaction } from '@agent-passport/core/keys';
 import type { MirrorClient, MirrorTransaction } from './mirror.js';
 import { queryReceipt, summarizeReceipt, transactionIdOf, transactionIdsOf, type ReceiptSummary } from './operations.js';
 
@@ -31,13 +32,29 @@ export interface SubmitDeps {
   now?: () => number;
 }
 
+/**
+ * What the submitter sends, in one of two forms (issue 19 item 1: the operator signs only what the
+ * service built itself or what passed a checker):
+ *
+ *   build    the service's own transaction, returned UNFROZEN: the submitter freezes it for its
+ *            client (transaction id of the operator, our node) and signs it with `signers` and the
+ *            operator. A frozen transaction here (bytes built elsewhere) is refused when the client
+ *            has an operator, so client bytes can never pick up the operator's signature by accident.
+ *   checked  client-supplied bytes, decoded and judged by their checker (ledger/transferCheck.ts
+ *            checkPayment, ledger/scheduleSignCheck.ts checkScheduleSign) into a CheckedTransaction;
+ *            submitted as they are, signed by the operator only when the checker says the operator
+ *            pays for them. The function runs only when a new transaction is prepared (not when a
+ *            recorded one is looked up or re-sent), so its checks see the bytes at that moment.
+ */
 export interface IdempotentSubmitInput {
   idempotencyKey: string;
   /** label stored with the record (e.g. 'hbar_transfer', 'nft_mint') */
   kind?: string;
-  /** builds the transaction (unfrozen, or frozen with its final transaction id) */
-  build: () => Transaction | Promise<Transaction>;
-  /** keys that must sign besides the client's operator */
+  /** builds the service's own transaction (unfrozen) */
+  build?: () => Transaction | Promise<Transaction>;
+  /** client bytes that passed their checker (throws when they do not) */
+  checked?: () => CheckedTransaction | Promise<CheckedTransaction>;
+  /** keys that must sign a built transaction besides the client's operator (e.g. the escrow key) */
   signers?: PrivateKey[];
   /** test hooks: run after the record is written / after the node accepted the transaction */
   hooks?: {
@@ -63,9 +80,24 @@ interface Prepared {
   validUntil: Date;
 }
 
+function inputError(message: string, hint?: string): LedgerError {
+  return new LedgerError('INVALID_TRANSACTION', message, { phase: 'input', retryable: false, hint });
+}
+
 async function prepareNew(client: Client, input: IdempotentSubmitInput): Promise<Prepared> {
-  const tx = await input.build();
-  if (!tx.isFrozen()) tx.freezeWith(client);
+  if ((input.build === undefined) === (input.checked === undefined)) throw inputError('a ledger write takes exactly one of build and checked');
+  if (input.checked) {
+    const c = await input.checked();
+    if (!CheckedTransaction.isChecked(c)) throw inputError('client bytes are submitted only as a CheckedTransaction from their checker');
+    if (input.signers?.length) throw inputError('client bytes are not signed with service keys');
+    if (c.operatorPays && client.operatorAccountId) await c.transaction.signWithOperator(client);
+    return describe(c.transaction);
+  }
+  const tx = await input.build!();
+  if (tx.isFrozen()) {
+    // frozen bytes come from elsewhere: only a client without an operator (nothing of ours to add) may send them as built
+    if (client.operatorAccountId) throw inputError('build() returned a frozen transaction', 'client bytes go through their checker (checked), never through build');
+  } else tx.freezeWith(client);
   for (const key of input.signers ?? []) await signTransaction(tx, key);
   if (client.operatorAccountId) await tx.signWithOperator(client);
   return describe(tx);

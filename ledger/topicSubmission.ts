@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { AccountId, PrivateKey, PublicKey, Timestamp, TopicMessageSubmitTransaction, TransactionId } from '@hashgraph/sdk';
 import type * as ProtoPkg from '../node_modules/@hashgraph/sdk/node_modules/@hiero-ledger/proto/lib/index.js';
-import { signTransaction, verifySignature } from './keys.js';
+import { signTransaction, verifySignature } from '@agent-passport/core/keys';
 
 // the proto package nested in (or hoisted beside) the SDK, loaded from the SDK's own location
 const sdkRequire = createRequire(createRequire(import.meta.url).resolve('@hashgraph/sdk'));
@@ -145,6 +145,26 @@ export function decodeTopicSubmission(bytes: Uint8Array): DecodedSubmission {
     chunks,
     message: new Uint8Array(Buffer.concat(chunks.map((c) => Buffer.from(c.message)))),
   };
+}
+
+/**
+ * The submission of one message given as its chunks, each the bytes splitChunks made (a TransactionList
+ * of one chunk's node copies): decoded and checked as a whole, as decodeTopicSubmission does for the
+ * client's bytes. The worker re-checks what it is handed with it before it submits anything.
+ */
+export function decodeSubmissionChunks(chunks: Uint8Array[]): DecodedSubmission {
+  const transactionList: ProtoPkg.proto.ITransaction[] = [];
+  for (const bytes of chunks) {
+    let list: ProtoPkg.proto.ITransactionList;
+    try {
+      list = proto.TransactionList.decode(bytes);
+    } catch {
+      throw bad('a chunk is not a Hedera transaction list');
+    }
+    transactionList.push(...(list.transactionList ?? []));
+  }
+  if (transactionList.length === 0) throw bad('the message has no chunks');
+  return decodeTopicSubmission(proto.TransactionList.encode({ transactionList }).finish());
 }
 
 function rawKey(key: PublicKey): Buffer {

@@ -4,30 +4,34 @@
 // signed by the poster's account, debiting the poster the task price and crediting the claimer the
 // price less the marketplace fee and the treasury the fee, nothing else.
 //
+// The rules on the bytes live in domain/ledgerTransaction.ts (the taskLifecycle validators apply them
+// too); checkPayment adds the poster's signature and hands the submitter a CheckedTransaction (issue
+// 19). The API and the activity that submits the transfer both call it.
+//
 // Also here: building the frozen, unsigned transfer that prepare-payment hands out, and the body
 // bytes a detached signature covers (what /market/sign signs). Pure apart from the injected clock;
 // the poster's public key comes from the caller (the mirror in production).
 import { AccountId, Hbar, PublicKey, Transaction, TransactionId, TransferTransaction } from '@hashgraph/sdk';
 import { decodePaymentTransaction } from './x402/verifyPayment.js';
+import { CheckedTransaction } from './checkedTransaction.js';
+import {
+  decodeClientTransaction,
+  directPaymentProblem,
+  expectedNetTransfers as domainNetTransfers,
+  type ClientTxPolicy,
+  type ClientTxProblem,
+  type ClientTxReason,
+  type ExpectedPayment as DomainExpectedPayment,
+} from '../domain/ledgerTransaction.js';
 
 export type TransferCheckReason =
-  | 'invalid_bytes'
-  | 'invalid_transaction_type'
-  | 'multiple_transactions'
-  | 'node_not_supported'
-  | 'payer_mismatch'
-  | 'token_transfers_not_allowed'
-  | 'approved_transfer_not_allowed'
-  | 'transfers_mismatch'
-  | 'memo_mismatch'
-  | 'max_fee_too_high'
-  | 'valid_duration_too_long'
-  | 'transaction_expired'
-  | 'transaction_not_yet_valid'
+  | ClientTxReason
   | 'public_key_mismatch'
   | 'invalid_signature_encoding'
   | 'missing_payer_signature'
-  | 'invalid_payer_signature';
+  | 'invalid_payer_signature'
+  | 'missing_signer_signature'
+  | 'invalid_signer_signature';
 
 export class TransferCheckError extends Error {
   /** 400: not the expected transfer; 403: paid or signed by someone other than the poster */
@@ -41,54 +45,30 @@ export class TransferCheckError extends Error {
     this.name = 'TransferCheckError';
     this.status = reason === 'payer_mismatch' || reason === 'public_key_mismatch' ? 403 : 400;
   }
+
+  static of(p: ClientTxProblem): TransferCheckError {
+    return new TransferCheckError(p.reason, p.message, p.hint);
+  }
 }
 
-/** The one payment a task completion without escrow may make. Amounts in tinybars. */
-export interface ExpectedPayment {
-  /** the poster: the transaction id's account (pays the fees) and the only account debited */
-  payer: string;
-  claimer: string;
-  treasury: string;
-  /** debited from the payer */
-  priceTinybars: bigint;
-  /** credited to the treasury; the claimer gets price - fee */
-  feeTinybars: bigint;
-  /** the memo the transfer must carry (prepare-payment sets it), when given */
-  memo?: string;
-}
+/** The one payment a task completion without escrow may make. Amounts in tinybars (rules: domain/ledgerTransaction.ts). */
+export type ExpectedPayment = DomainExpectedPayment & { treasury: string };
 
-export interface TransferCheckPolicy {
-  /** node account ids this service submits to; the transfer must be frozen for exactly one of them */
-  nodeAccountIds: string[];
-  now: number;
-  /** upper bound of the max transaction fee the poster may set (default 2 HBAR) */
-  maxTransactionFeeTinybars?: bigint;
-  /** upper bound of the valid duration (default 180 s) */
-  maxValidDurationSeconds?: number;
-  /** a valid start this far in the future is refused (default 10 s) */
-  clockSkewMs?: number;
-  /** the transaction must stay valid at least this long after now (default 10 s) */
-  minRemainingMs?: number;
-}
+/** Node ids, time and bounds the checks apply (domain/ledgerTransaction.ts ClientTxPolicy) with the time required. */
+export type TransferCheckPolicy = ClientTxPolicy & { nodeAccountIds: string[]; now: number };
 
 export interface CheckedPayment {
   /** the signed transaction, ready for the idempotent submitter */
   transaction: TransferTransaction;
+  /** the same, as the submitter takes client bytes (the operator does not sign a poster-paid transfer) */
+  checked: CheckedTransaction;
   /** SDK form 0.0.x@seconds.nanos */
   transactionId: string;
   validUntil: Date;
 }
 
-const tinybarsOf = (h: Hbar): bigint => BigInt(h.toTinybars().toString());
-
 /** The expected net HBAR movement of a payment: payer -price, claimer +(price - fee), treasury +fee. */
-export function expectedNetTransfers(p: ExpectedPayment): Map<string, bigint> {
-  const net = new Map<string, bigint>([[p.payer, -p.priceTinybars]]);
-  const toClaimer = p.priceTinybars - p.feeTinybars;
-  if (toClaimer > 0n) net.set(p.claimer, (net.get(p.claimer) ?? 0n) + toClaimer);
-  if (p.feeTinybars > 0n) net.set(p.treasury, (net.get(p.treasury) ?? 0n) + p.feeTinybars);
-  return net;
-}
+export const expectedNetTransfers: (p: ExpectedPayment) => Map<string, bigint> = domainNetTransfers;
 
 /**
  * Builds the unsigned, frozen payment for prepare-payment: transaction id of the payer (so the
@@ -152,76 +132,41 @@ export function addDetachedSignature(tx: Transaction, publicKey: PublicKey, acco
 }
 
 /**
- * Checks that `tx` is exactly the expected payment, signed by the payer's key, still valid, and
+ * Checks that `tx` is exactly the expected payment (domain/ledgerTransaction.ts directPaymentProblem:
+ * type, transfers, payer, memo, node, fee and validity window), signed by the payer's key, and
  * returns it for submission. Throws TransferCheckError (status 400 or 403) on the first problem.
  */
 export function checkPayment(tx: Transaction, expected: ExpectedPayment, payerKey: PublicKey, policy: TransferCheckPolicy): CheckedPayment {
-  const fail = (reason: TransferCheckReason, message: string, hint?: string): never => {
-    throw new TransferCheckError(reason, message, hint);
-  };
-  // 1. one plain CryptoTransfer (a ScheduleCreate or any other body decodes to another class)
-  if (!(tx instanceof TransferTransaction) || tx.constructor !== TransferTransaction) {
-    fail('invalid_transaction_type', `only a plain CryptoTransfer is accepted, got ${tx.constructor.name}`, 'Sign the transfer prepare-payment returns');
-  }
-  const transfer = tx as TransferTransaction;
-  singleBodyBytes(transfer);
-  const id = transfer.transactionId;
-  if (!id || !id.accountId || !id.validStart) return fail('invalid_bytes', 'the transaction has no transaction id');
-  if (id.scheduled || (id.nonce && Number(id.nonce.toString()) !== 0)) fail('invalid_transaction_type', 'scheduled or child transaction ids are not accepted');
-  const transactionId = id.toString();
-  if (id.accountId.toString() !== expected.payer) {
-    fail('payer_mismatch', `the transaction is paid by ${id.accountId.toString()}, not by the poster ${expected.payer}`, 'Use TransactionId.generate(<poster account>)');
-  }
-  const nodes = transfer.nodeAccountIds?.map((n) => n.toString()) ?? [];
-  if (nodes.length !== 1 || !policy.nodeAccountIds.includes(nodes[0])) {
-    fail('node_not_supported', `the transaction must be frozen for one node of ${policy.nodeAccountIds.join(', ')}`, 'Use setNodeAccountIds with our node');
-  }
+  const decoded = decodeClientTransaction(tx.toBytes());
+  if (!decoded) throw new TransferCheckError('invalid_bytes', 'txBytes is not a Hedera transaction', 'Send base64 of Transaction.toBytes() after freeze');
+  const p = directPaymentProblem(decoded, expected, policy);
+  if (p) throw TransferCheckError.of(p);
+  // the decoded bytes are a CryptoTransfer: the SDK decoded them as a TransferTransaction
+  if (!(tx instanceof TransferTransaction)) throw new TransferCheckError('invalid_transaction_type', `only a plain CryptoTransfer is accepted, got ${tx.constructor.name}`);
+  const transfer = tx;
+  const id = transfer.transactionId!;
+  requireSignature(transfer, payerKey, {
+    missing: new TransferCheckError('missing_payer_signature', `the transaction is not signed by the key of ${expected.payer}`, 'Sign the body bytes with the poster key (POST /market/sign) and send signature and publicKey, or send signed txBytes'),
+    invalid: new TransferCheckError('invalid_payer_signature', `the signature of ${expected.payer} does not verify`, 'Sign the exact bytes prepare-payment returned'),
+  });
+  const validUntil = new Date(id.validStart!.toDate().getTime() + (transfer.transactionValidDuration ?? 120) * 1000);
+  return { transaction: transfer, checked: CheckedTransaction.passed(transfer, { operatorPays: false, checker: 'direct payment' }), transactionId: id.toString(), validUntil };
+}
 
-  // 2. HBAR only, no allowances
-  if (transfer.tokenTransfers.size > 0) fail('token_transfers_not_allowed', 'token transfers are not accepted');
-  for (const list of transfer.nftTransfers.values()) if (list.length > 0) fail('token_transfers_not_allowed', 'NFT transfers are not accepted');
-  const net = new Map<string, bigint>();
-  for (const t of transfer.hbarTransfersList) {
-    if (t.isApproved) fail('approved_transfer_not_allowed', 'allowance (approved) transfers are not accepted');
-    const acct = t.accountId.toString();
-    net.set(acct, (net.get(acct) ?? 0n) + tinybarsOf(t.amount));
-  }
-  for (const [acct, v] of [...net]) if (v === 0n) net.delete(acct);
-
-  // 3. exactly the expected movement, nothing else
-  const want = expectedNetTransfers(expected);
-  const same = net.size === want.size && [...want].every(([acct, v]) => net.get(acct) === v);
-  if (!same) {
-    const describe = (m: Map<string, bigint>) => [...m].map(([a, v]) => `${a} ${v > 0n ? '+' : ''}${v}`).join(', ');
-    fail('transfers_mismatch', `the transfer moves ${describe(net) || 'nothing'}; expected ${describe(want)} (tinybars)`, 'Sign the transfer prepare-payment returns, unchanged');
-  }
-  if (expected.memo !== undefined && transfer.transactionMemo !== expected.memo) fail('memo_mismatch', `the transaction memo must be ${JSON.stringify(expected.memo)}`);
-
-  // 4. fee and validity window
-  const maxFee = policy.maxTransactionFeeTinybars ?? 200_000_000n;
-  const fee = transfer.maxTransactionFee ? tinybarsOf(transfer.maxTransactionFee) : 0n;
-  if (fee <= 0n || fee > maxFee) fail('max_fee_too_high', `max transaction fee must be between 1 and ${maxFee} tinybars`);
-  const duration = transfer.transactionValidDuration ?? 120;
-  const maxDuration = policy.maxValidDurationSeconds ?? 180;
-  if (duration <= 0 || duration > maxDuration) fail('valid_duration_too_long', `valid duration must be at most ${maxDuration} s`);
-  const validStart = id.validStart.toDate();
-  const validUntil = new Date(validStart.getTime() + duration * 1000);
-  if (validStart.getTime() > policy.now + (policy.clockSkewMs ?? 10_000)) fail('transaction_not_yet_valid', 'the valid start is in the future');
-  if (validUntil.getTime() < policy.now + (policy.minRemainingMs ?? 10_000)) {
-    fail('transaction_expired', 'the transaction has expired or is about to', 'Call prepare-payment again, sign at once and send within about 100 s');
-  }
-
-  // 5. the payer's signature
-  const prefix = Buffer.from(payerKey.toBytesRaw());
-  const pairs = (transfer as unknown as Internals)._signedTransactions.list[0].sigMap?.sigPair ?? [];
+/**
+ * Requires a valid signature by `key` over the transaction's one body: a signature pair whose prefix
+ * matches the key, and the SDK's verification of it. Throws the given errors.
+ */
+export function requireSignature(tx: Transaction, key: PublicKey, errors: { missing: TransferCheckError; invalid: TransferCheckError }): void {
+  const prefix = Buffer.from(key.toBytesRaw());
+  const pairs = (tx as unknown as Internals)._signedTransactions.list[0]?.sigMap?.sigPair ?? [];
   const present = pairs.some((p) => p.pubKeyPrefix && p.pubKeyPrefix.length > 0 && prefix.subarray(0, p.pubKeyPrefix.length).equals(Buffer.from(p.pubKeyPrefix)));
-  if (!present) fail('missing_payer_signature', `the transaction is not signed by the key of ${expected.payer}`, 'Sign the body bytes with the poster key (POST /market/sign) and send signature and publicKey, or send signed txBytes');
+  if (!present) throw errors.missing;
   let valid = false;
   try {
-    valid = payerKey.verifyTransaction(transfer);
+    valid = key.verifyTransaction(tx);
   } catch {
     valid = false;
   }
-  if (!valid) fail('invalid_payer_signature', `the signature of ${expected.payer} does not verify`, 'Sign the exact bytes prepare-payment returned');
-  return { transaction: transfer, transactionId, validUntil };
+  if (!valid) throw errors.invalid;
 }

@@ -38,6 +38,8 @@ export interface BootstrapInfo {
   operator: KeyedAccount;
   treasury: string;
   escrow: string;
+  /** the escrow account's own key (DER hex); absent in state files from before it had one (its key was the operator's) */
+  escrowKey?: string;
   payTo: string;
   feePayer: KeyedAccount;
   passportTokenId: string;
@@ -85,9 +87,12 @@ export async function bootstrap(engine: Engine, genesisKey: PrivateKey): Promise
   }
 
   const opKey = genesisKey.publicKey;
-  // Service accounts are controlled by the operator key: the service signs for them.
+  // Treasury and payTo are controlled by the operator key: the service signs for them.
   const treasury = await account(genesisKey, new Hbar(1000), { memo: 'passport treasury' });
-  const escrow = await account(genesisKey, new Hbar(1000), { memo: 'marketplace escrow' });
+  // The escrow holds only escrowed task money (issue 19): its own key, and nothing in it at the start,
+  // so its balance is the sum of funded, unpaid escrows (npm run audit:escrow).
+  const escrowKey = PrivateKey.generateED25519();
+  const escrow = await account(escrowKey, new Hbar(0), { memo: 'marketplace escrow' });
   const payTo = await account(genesisKey, new Hbar(10), { memo: 'x402 payTo' });
   const feePayerKey = PrivateKey.generateED25519();
   const feePayer = await account(feePayerKey, new Hbar(1000), { memo: 'x402 facilitator fee payer' });
@@ -138,6 +143,7 @@ export async function bootstrap(engine: Engine, genesisKey: PrivateKey): Promise
     operator: { accountId: ent(GENESIS_ACCOUNT), privateKey: genesisKey.toStringDer() },
     treasury,
     escrow,
+    escrowKey: escrowKey.toStringDer(),
     payTo,
     feePayer: { accountId: feePayer, privateKey: feePayerKey.toStringDer() },
     passportTokenId,

@@ -39,6 +39,8 @@ export interface LocalnetConfig {
   operator: { accountId: string; privateKey: string };
   treasury: string;
   escrow: string;
+  /** the escrow account's key (DER hex): a secret, like operator.privateKey */
+  escrowPrivateKey: string;
   payTo: string;
   passportTokenId: string;
   topics: { directory: string; audit: string; a2a: string; marketplace: string };
@@ -55,6 +57,8 @@ export interface LocalnetFaults {
   unavailable(seconds: number): void;
   /** Transactions accepted during the next seconds reach consensus only afterwards (receipts UNKNOWN). */
   delayConsensus(seconds: number): void;
+  /** For the given seconds the mirror REST shows nothing that reaches consensus from now on (mirror lag). */
+  freezeMirror(seconds: number): void;
   reset(): void;
   state(): FaultState;
 }
@@ -159,6 +163,8 @@ export async function startLocalnet(opts: LocalnetOptions): Promise<Localnet> {
     operator: boot.operator,
     treasury: boot.treasury,
     escrow: boot.escrow,
+    // a state file from before the escrow had a key of its own: its account is keyed by the operator
+    escrowPrivateKey: boot.escrowKey ?? boot.operator.privateKey,
     payTo: boot.payTo,
     passportTokenId: boot.passportTokenId,
     topics: boot.topics,
@@ -183,6 +189,7 @@ export async function startLocalnet(opts: LocalnetOptions): Promise<Localnet> {
       busy: (n) => f.busy(n),
       unavailable: (s) => f.unavailable(s),
       delayConsensus: (s) => f.delayConsensus(s),
+      freezeMirror: (s) => f.freezeMirror(s, engine.state.lastConsensusNs),
       reset: () => f.reset(),
       state: () => f.snapshot(),
     },

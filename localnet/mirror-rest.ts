@@ -480,8 +480,10 @@ export function createMirror(engine: Engine) {
         const scheduled = q.get('scheduled');
         if (nonce !== null && !/^\d+$/.test(nonce)) throw badParam('nonce');
         if (scheduled !== null && scheduled !== 'true' && scheduled !== 'false') throw badParam('scheduled');
+        const cutoff = engine.faults.mirrorCutoffNs();
         const rows = st.recordsByNs.filter(
           (r) =>
+            (cutoff === null || r.consensusNs <= cutoff) &&
             r.txId.payer === id.payer &&
             r.txId.validStartNs === id.validStartNs &&
             (nonce === null || r.txId.nonce === Number(nonce)) &&
@@ -495,12 +497,15 @@ export function createMirror(engine: Engine) {
       /^\/api\/v1\/schedules\/([^/]+)$/,
       (m) => {
         const s = entity(st.schedules, m[1], 'scheduleId');
+        // a lagging mirror (fault) has not indexed what happened after its cutoff
+        const cutoff = engine.faults.mirrorCutoffNs();
+        const seen = (ns: Ns | null) => (ns !== null && (cutoff === null || ns <= cutoff) ? ns : null);
         return {
           admin_key: keyJson(s.adminKey),
           consensus_timestamp: nsToMirror(s.createdNs),
           creator_account_id: ent(s.creator),
-          deleted: s.deletedNs !== null,
-          executed_timestamp: s.executedNs !== null ? nsToMirror(s.executedNs) : null,
+          deleted: seen(s.deletedNs) !== null,
+          executed_timestamp: seen(s.executedNs) !== null ? nsToMirror(s.executedNs!) : null,
           expiration_time: s.explicitExpiration ? nsToMirror(s.expirationNs) : null,
           memo: s.memo,
           payer_account_id: ent(s.payer),
@@ -535,6 +540,7 @@ export function createMirror(engine: Engine) {
     if (action === 'busy') f.busy(numParam('n'));
     else if (action === 'unavailable') f.unavailable(numParam('seconds'));
     else if (action === 'delay') f.delayConsensus(numParam('seconds'));
+    else if (action === 'freezeMirror') f.freezeMirror(numParam('seconds'), engine.state.lastConsensusNs);
     else if (action === 'reset') f.reset();
     else if (action !== 'state') throw notFound();
     return f.snapshot();

@@ -19,7 +19,7 @@ import {
 import { primitiveFromId } from './signatures.js';
 import { AUTO_RENEW_PERIOD, LEDGER_ID, freezeStatus, type FreezeStatus, type TxRecord } from './state.js';
 import { RUNNING_HASH_VERSION } from './handlers/consensus.js';
-import { isExpired } from './handlers/schedule.js';
+import { isPurged } from './handlers/schedule.js';
 import type { Engine } from './engine.js';
 
 const ANSWER_ONLY = 0;
@@ -257,7 +257,8 @@ const QUERIES: Record<string, QueryDef> = {
     free: false,
     answer(e, q: P.IScheduleGetInfoQuery) {
       const s = e.state.schedules.get(scheduleNum(q.scheduleID));
-      if (!s || isExpired(s, e.state.lastConsensusNs)) return { status: Status.INVALID_SCHEDULE_ID };
+      // executed and deleted schedules answer (executionTime / deletionTime) until their expiration purges them
+      if (!s || isPurged(s, e.state.lastConsensusNs)) return { status: Status.INVALID_SCHEDULE_ID };
       return {
         status: Status.OK,
         body: {

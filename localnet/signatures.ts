@@ -1,7 +1,7 @@
 // Signature checks as Hedera does them: a SignatureMap of (pubKeyPrefix, signature) pairs over the
 // body bytes, matched against the primitive keys of a key structure (KeyList, ThresholdKey).
 import { PublicKey } from '@hashgraph/sdk';
-import { verifyEd25519 } from '../ledger/keys.js';
+import { verifyEd25519 } from '@agent-passport/core/keys';
 import type { pb as P } from './proto.js';
 
 export type Key = P.IKey;

@@ -9,7 +9,9 @@
  *   - connects to the very address that was checked (the socket's lookup returns it), so a DNS
  *     answer that changes between check and connect (rebinding) cannot redirect the connection;
  *     TLS still verifies the certificate against the host name;
- *   - follows at most `maxRedirects` redirects, checking each new location the same way;
+ *   - follows at most `maxRedirects` redirects, checking each new location the same way; with
+ *     `redirects: 'same-host'` (ownership proofs) only to the same host name as the first URL's,
+ *     so a file served by another host never counts for this one;
  * and the whole fetch has one deadline (default 5 s) and a body size cap (default 64 KB).
  * `allowPrivate` (TRUST_ALLOW_PRIVATE, tests only) lifts the address rule and nothing else.
  *
@@ -29,6 +31,8 @@ export interface SafeFetchOptions {
   maxBytes?: number;
   /** redirects followed (default 3) */
   maxRedirects?: number;
+  /** which redirects are followed: 'any' host (default) or only the 'same-host' as the URL asked for (refused: redirect_refused) */
+  redirects?: 'any' | 'same-host';
   /** lift the address rule (tests against 127.0.0.1); never in production */
   allowPrivate?: boolean;
   /** which addresses may be reached (default isPublicAddress; tests narrow it) */
@@ -58,6 +62,7 @@ export type SafeFetchFailure =
   | 'timeout'
   | 'too_large'
   | 'too_many_redirects'
+  | 'redirect_refused'
   | 'network';
 
 export class SafeFetchError extends Error {
@@ -175,6 +180,12 @@ function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: nu
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
+/** A URL's host name as checkTarget compares it: no IPv6 brackets, lower case (the URL parser already lower-cases names). */
+function hostOf(url: URL): string {
+  const h = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return h.toLowerCase();
+}
+
 /** GETs (or POSTs to) a client-supplied URL under the SSRF rules above; non-2xx answers are returned, not thrown. */
 export async function safeFetch(rawUrl: string, options: SafeFetchOptions = {}): Promise<SafeFetchResult> {
   const timeoutMs = options.timeoutMs ?? SAFE_FETCH_DEFAULTS.timeoutMs;
@@ -190,9 +201,11 @@ export async function safeFetch(rawUrl: string, options: SafeFetchOptions = {}):
   deadline.catch(() => undefined);
   try {
     let current: string | URL = rawUrl;
+    let firstHost: string | undefined;
     let post = options.post;
     for (let hop = 0; ; hop++) {
       const target: CheckedTarget = await Promise.race([checkTarget(current, check), deadline]);
+      firstHost ??= target.host.toLowerCase();
       let res: { status: number; headers: http.IncomingHttpHeaders; body: Buffer };
       try {
         res = await Promise.race([requestOnce(target, { accept: options.accept ?? 'application/json', maxBytes, signal: controller.signal, post }), deadline]);
@@ -204,7 +217,16 @@ export async function safeFetch(rawUrl: string, options: SafeFetchOptions = {}):
       const location: string | undefined = res.headers.location;
       if (REDIRECTS.has(res.status) && location) {
         if (hop >= maxRedirects) throw new SafeFetchError('too_many_redirects', `more than ${maxRedirects} redirects`);
-        current = new URL(location, target.url);
+        let next: URL;
+        try {
+          next = new URL(location, target.url);
+        } catch {
+          throw new SafeFetchError('invalid_url', 'the redirect location is not a valid URL');
+        }
+        if (options.redirects === 'same-host' && hostOf(next) !== firstHost) {
+          throw new SafeFetchError('redirect_refused', `a redirect to another host (${next.hostname.slice(0, 64)}) is not followed`);
+        }
+        current = next;
         if (res.status === 303) post = undefined;
         continue;
       }

@@ -54,7 +54,9 @@ try {
   const passport = json(run('alice', ['passport', 'buy', '--tier', 'bronze', '--endpoint', 'https://alice.example/a2a', '--json']));
   run('alice', ['passport', 'upgrade', passport.tokenId, String(passport.serialNumber), '--tier', 'silver']);
   run(null, ['did', 'resolve', alice.did]);
-  run('bob', ['passport', 'buy', '--tier', 'bronze']);
+  // the marketplace is for gold and platinum passports (SPEC 2 trust ladder)
+  run('alice', ['passport', 'upgrade', passport.tokenId, String(passport.serialNumber), '--tier', 'gold']);
+  run('bob', ['passport', 'buy', '--tier', 'gold']);
   run('alice', ['directory', 'register', '--name', `demo-${alice.accountId}`, '--capability', 'api_call', '--endpoint', 'https://alice.example/a2a']);
   run('alice', ['messages', 'send', bob.did, 'hello bob: a task for you on the marketplace']);
   run('bob', ['messages', 'inbox', '--limit', '1']);

@@ -2,7 +2,9 @@
  * `npm run bootstrap:network`: creates the passport collection and the four topics on
  * HEDERA_NETWORK (testnet, mainnet, previewnet) with HEDERA_OPERATOR_ID / HEDERA_OPERATOR_KEY, and
  * writes the deployment file at LOCALNET_CONFIG_PATH (refusing to overwrite one). The operator key
- * is NOT written to the file: the API and the worker take it from HEDERA_OPERATOR_KEY.
+ * is NOT written to the file: the API and the worker take it from HEDERA_OPERATOR_KEY. The marketplace
+ * escrow gets an account of its own, whose key is written to <file>.escrow-key (0600) for the
+ * operator to move into ESCROW_PRIVATE_KEY.
  * LEDGER_NODE=host:port@0.0.3 targets a single node (e.g. a localnet) instead of the public network.
  * On an existing file it checks the passport collection (e.g. no freeze key: made before passports
  * became non-transferable) and names the migration: `npm run bootstrap:network -- --new-collection`
@@ -12,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../config/index.js';
 import { createLedgerClient } from '../ledger/client.js';
-import { parsePrivateKey } from '../ledger/keys.js';
+import { parsePrivateKey, PrivateKey } from '@agent-passport/core/keys';
 import { bootstrapNetwork, migratePassportCollection, passportCollectionProblems, type DeploymentFile } from '../ledger/bootstrapNetwork.js';
 import { MirrorClient } from '../ledger/mirror.js';
 
@@ -42,6 +44,19 @@ if (newCollection && !existing) {
 }
 const nodeSpec = process.env.LEDGER_NODE ? /^(.+)@(\d+\.\d+\.\d+)$/.exec(process.env.LEDGER_NODE) : null;
 const operatorKey = parsePrivateKey(config.HEDERA_OPERATOR_KEY!);
+// The escrow account's key (issue 19): generated here and written, before the account exists, to a
+// file of its own (mode 0600) beside the deployment, never into the deployment itself; the operator
+// moves it into ESCROW_PRIVATE_KEY (a secret store) and deletes the file.
+const escrowKeyPath = `${out}.escrow-key`;
+let escrowKey: PrivateKey | undefined;
+if (!existing) {
+  if (fs.existsSync(escrowKeyPath)) escrowKey = parsePrivateKey(fs.readFileSync(escrowKeyPath, 'utf8').trim());
+  else {
+    escrowKey = PrivateKey.generateED25519();
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    fs.writeFileSync(escrowKeyPath, escrowKey.toStringDer() + '\n', { mode: 0o600 });
+  }
+}
 const node = nodeSpec ? { address: nodeSpec[1], accountId: nodeSpec[2] } : undefined;
 const client = createLedgerClient({
   network: config.HEDERA_NETWORK,
@@ -58,10 +73,14 @@ try {
     node,
     mirrorUrl: config.HEDERA_MIRROR_URL!,
     facilitatorUrl: config.FACILITATOR_URL,
+    escrowKey,
   });
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, JSON.stringify(deployment, null, 2));
   console.log(`wrote ${out}: token ${deployment.passportTokenId}, topics ${JSON.stringify(deployment.topics)}`);
+  if (escrowKey) {
+    console.log(`escrow account ${deployment.escrow}: its key is in ${escrowKeyPath}; put it in ESCROW_PRIVATE_KEY (a secret store) for the worker and delete the file`);
+  }
 } finally {
   client.close();
 }

@@ -16,7 +16,18 @@ export function connectionOptions(config: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEM
   };
 }
 
-/** The data converter both sides must share: with a key, payloads are encrypted at rest. */
-export function dataConverter(config: Pick<Config, 'PAYLOAD_CODEC_KEY'>) {
-  return config.PAYLOAD_CODEC_KEY ? { payloadCodecs: [new AesGcmPayloadCodec(config.PAYLOAD_CODEC_KEY)] } : undefined;
+/**
+ * The data converter both sides (worker, API client) must share: with a key, payloads are encrypted
+ * at rest, and an unencrypted payload is refused on decode except in development (temporal/codec.ts),
+ * where a developer may still signal or start workflows from the CLI by hand. Without a key there is
+ * no codec at all, which only development and tests may run: production requires PAYLOAD_CODEC_KEY
+ * (config PRODUCTION_REQUIRED for the api and worker roles), and this refuses too, for any other
+ * process that reaches Temporal with a production configuration.
+ */
+export function dataConverter(config: Pick<Config, 'PAYLOAD_CODEC_KEY' | 'NODE_ENV'>) {
+  if (!config.PAYLOAD_CODEC_KEY) {
+    if (config.NODE_ENV === 'production') throw new Error('PAYLOAD_CODEC_KEY is required when NODE_ENV=production: Temporal payloads are always encrypted there');
+    return undefined;
+  }
+  return { payloadCodecs: [new AesGcmPayloadCodec(config.PAYLOAD_CODEC_KEY, { acceptPlaintext: config.NODE_ENV === 'development' })] };
 }

@@ -1,12 +1,13 @@
 /** Worker entrypoint: `node dist/worker/index.js` in production, started by `npm run dev` in dev. */
 import { loadConfig, ConfigError } from '../config/index.js';
 import { createSql } from '../db/client.js';
-import { createActivities, type LedgerActivityDeps } from '../activities/index.js';
+import { createActivities } from '../activities/index.js';
 import { DeploymentError, loadLedgerDeployment } from '../ledger/deployment.js';
-import { ledgerClients } from '../ledger/context.js';
-import { IdempotentSubmitter } from '../ledger/submit.js';
+import { createLedgerServices, escrowKeyCheck, type LedgerServices } from '../ledger/services.js';
 import { connectWorker, createWorker } from './createWorker.js';
 import { startChainIndexersOnce } from '../activities/evm/indexerControl.js';
+import { startPaymentReconcilerOnce } from './paymentReconciler.js';
+import { searchAttributeProblems, searchAttributeRefusal } from '../temporal/searchAttributes.js';
 
 /** the longest a SIGTERMed worker takes to exit (its shutdownForceTime is 10 s) */
 const SHUTDOWN_EXIT_MS = 15_000;
@@ -15,16 +16,34 @@ async function main() {
   const config = loadConfig(process.env, { role: 'worker' });
   if (!config.DATABASE_URL) throw new ConfigError(['DATABASE_URL: missing (the worker needs PostgreSQL)']);
   const sql = createSql(config.DATABASE_URL);
-  let ledger: LedgerActivityDeps | undefined;
+  let ledger: LedgerServices | undefined;
   try {
-    const deployment = loadLedgerDeployment(config);
-    const { client, mirror } = ledgerClients(deployment);
-    ledger = { deployment, client, mirror, submitter: new IdempotentSubmitter({ sql, client, mirror }) };
+    ledger = createLedgerServices(loadLedgerDeployment(config), { sql });
+    // the escrow key signs payouts and refunds (issue 19): a key that is not the account's stops the worker here
+    await escrowKeyCheck(ledger, (line) => console.warn(`worker: ${line}`)).catch((err: Error) => {
+      throw new Error(`worker: ${err.message}`);
+    });
   } catch (err) {
     if (!(err instanceof DeploymentError) || config.NODE_ENV === 'production') throw err;
     console.warn(`worker: no ledger activities (${err.message})`);
   }
   const connection = await connectWorker(config);
+  // the search attributes the workflows upsert must exist in the namespace (npm run temporal:setup):
+  // without them every task's workflow task would fail and retry forever
+  const problems = await searchAttributeProblems(connection, config.TEMPORAL_NAMESPACE).catch((err: Error & { code?: number }) => {
+    if (err.code === 5 /* NOT_FOUND */) {
+      console.error(`worker: refusing to start: namespace "${config.TEMPORAL_NAMESPACE}" does not exist on ${config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}; run \`npm run temporal:setup\``);
+      process.exit(1);
+    }
+    console.warn(`worker: could not list the search attributes of namespace "${config.TEMPORAL_NAMESPACE}" (${err.message}); starting without that check`);
+    return null;
+  });
+  const refusal = problems && searchAttributeRefusal(problems, config.TEMPORAL_NAMESPACE);
+  if (refusal) {
+    console.error(refusal);
+    await connection.close();
+    process.exit(1);
+  }
   const worker = await createWorker({ config, connection, activities: createActivities({ config, sql, ledger }) });
   // SIGTERM/SIGINT: stop polling, let running activities finish within the worker's shutdownGraceTime
   // (then they are cancelled and Temporal retries them elsewhere), and exit; a second signal or a
@@ -41,6 +60,7 @@ async function main() {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   startChainIndexersOnce(config); // chainIndexer workflows per configured EVM contract (no-op without EVM config)
+  if (ledger) startPaymentReconcilerOnce(config); // the payment reconciler's schedule (issue 23), idempotent
   console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`);
   await worker.run();
   await connection.close();

@@ -10,26 +10,9 @@
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { A2aLedgerActivities } from '../activities/ledger/a2a.js';
-import type { A2aDbActivities, ProjectedA2aMessage } from '../activities/db/a2a.js';
-import type { PassportWorkflowTimings } from './passportIds.js';
+import type { A2aDbActivities } from '../activities/db/a2a.js';
+import type { A2aMessageInput, A2aMessageResult } from './contracts/a2aMessage.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
-
-export function a2aMessageWorkflowId(transactionId: string): string {
-  return `a2a:${transactionId}`;
-}
-
-export interface A2aMessageInput {
-  messageId: string;
-  /** transaction id of the first chunk (SDK form 0.0.x@seconds.nanos) */
-  transactionId: string;
-  /** one signed single-chunk transaction per chunk, base64, in chunk order */
-  chunks: string[];
-  timings?: PassportWorkflowTimings;
-}
-
-export type A2aMessageResult =
-  | ({ status: 'delivered' } & ProjectedA2aMessage)
-  | { status: 'refused'; ledgerStatus: string; reason: string };
 
 const LEDGER_FAILURE_PREFIX = 'LedgerError.';
 

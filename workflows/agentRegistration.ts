@@ -13,38 +13,9 @@ import { proxyActivities, setCurrentDetails, workflowInfo } from '@temporalio/wo
 import type { DirectoryLedgerActivities } from '../activities/ledger/directory.js';
 import type { AgentDbActivities } from '../activities/db/agents.js';
 import type { AgentRegisteredMessage } from '../domain/directory.js';
-import type { Capability } from '../domain/capabilities.js';
-import type { Tier } from '../domain/tiers.js';
-import type { PassportWorkflowTimings } from './passportIds.js';
+import type { PassportWorkflowTimings } from './contracts/passport.js';
+import type { AgentRegistrationInput, AgentRegistrationResult } from './contracts/agentRegistration.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
-
-export function agentRegistrationWorkflowId(did: string): string {
-  return `agent:${did}`;
-}
-
-export interface AgentRegistrationInput {
-  network: string;
-  did: string;
-  accountId: string;
-  tokenId: string;
-  serial: number;
-  tier: Tier;
-  name: string;
-  capabilities: Capability[];
-  endpoint: string;
-  skills?: string[];
-  description?: string;
-  agentCard?: string;
-  timings?: PassportWorkflowTimings;
-}
-
-export interface AgentRegistrationResult {
-  status: 'registered';
-  message: AgentRegisteredMessage;
-  directorySequenceNumber: number;
-  directoryTransactionId: string;
-  auditTransactionId: string;
-}
 
 export function directoryActivities(timings: PassportWorkflowTimings = {}) {
   const retry = {

@@ -6,37 +6,9 @@
  * database, so there are no gaps and no duplicates.
  */
 import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
-import type { ChainEventSource, IndexerActivities } from '../activities/evm/indexer.js';
+import type { IndexerActivities } from '../activities/evm/indexer.js';
+import type { ChainIndexerInput, ChainIndexerResult } from './contracts/chainIndexer.js';
 import { HEARTBEAT_TIMEOUT_MS } from './activityOptions.js';
-
-export interface ChainIndexerInput {
-  chainId: number;
-  source: ChainEventSource;
-  /** Sleep between polls once caught up; default 2000 ms. */
-  pollIntervalMs?: number;
-  /** Iterations before continue-as-new; default 500. */
-  iterationsPerRun?: number;
-  /** Confirmations override (else the worker's INDEXER_CONFIRMATIONS). */
-  confirmations?: number;
-  /** Block range to start with (else the worker's INDEXER_MAX_BLOCK_RANGE). */
-  blockRange?: number;
-  /** Activity retry backoff; defaults 1 s initial, 30 s maximum. */
-  retryInitialIntervalMs?: number;
-  retryMaximumIntervalMs?: number;
-  /** Stop after this many iterations in total (tests and one-shot backfills); default endless. */
-  maxIterations?: number;
-  /** Carried across continue-as-new. */
-  state?: { iterations: number; events: number };
-}
-
-export interface ChainIndexerResult {
-  iterations: number;
-  events: number;
-}
-
-export function chainIndexerWorkflowId(chainId: number, source: ChainEventSource): string {
-  return `indexer:${chainId}:${source}`;
-}
 
 export async function chainIndexer(input: ChainIndexerInput): Promise<ChainIndexerResult> {
   const { fetchAndStore } = proxyActivities<IndexerActivities>({

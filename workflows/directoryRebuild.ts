@@ -6,21 +6,9 @@
  * request while one runs attaches to this workflow (same id).
  */
 import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
-import type { DirectoryLedgerActivities, DirectoryRebuildCounts } from '../activities/ledger/directory.js';
-import type { PassportWorkflowTimings } from './passportIds.js';
+import type { DirectoryLedgerActivities } from '../activities/ledger/directory.js';
+import type { DirectoryRebuildInput, DirectoryRebuildResult } from './contracts/directoryRebuild.js';
 import { HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
-
-export const DIRECTORY_REBUILD_WORKFLOW_ID = 'directory-rebuild';
-
-export interface DirectoryRebuildInput {
-  timings?: PassportWorkflowTimings;
-}
-
-export interface DirectoryRebuildResult extends DirectoryRebuildCounts {
-  status: 'rebuilt';
-  startedAt: number;
-  finishedAt: number;
-}
 
 export async function directoryRebuild(input: DirectoryRebuildInput = {}): Promise<DirectoryRebuildResult> {
   const t = input.timings ?? {};

@@ -10,28 +10,10 @@
  * sequence of checks. Its validator refuses the update once the challenge has ended (the route
  * then reads the recorded outcome).
  */
-import { allHandlersFinished, condition, defineQuery, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { DomainOwnershipActivities, OwnershipCheckResult } from '../activities/web/domainOwnership.js';
+import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { DomainOwnershipActivities } from '../activities/web/domainOwnership.js';
+import { checkNowUpdate, ownershipStateQuery, type DomainOwnershipInput, type OwnershipCheckResult } from './contracts/domainOwnership.js';
 import { DB_ACTIVITY_TIMEOUT_MS, HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
-
-export function domainOwnershipWorkflowId(domain: string, token: string): string {
-  return `domain-challenge:${domain}:${token}`;
-}
-
-export interface DomainOwnershipInput {
-  domain: string;
-  token: string;
-  /** epoch ms at which the challenge expires (24 h after it was handed out) */
-  expiresAtMs: number;
-  /** time between two checks (default 5 minutes; tests pass a short one) */
-  pollIntervalMs?: number;
-  /** retry knobs of the check activity */
-  retryInitialMs?: number;
-  retryMaximumMs?: number;
-}
-
-export const checkNowUpdate = defineUpdate<OwnershipCheckResult, []>('checkNow');
-export const ownershipStateQuery = defineQuery<OwnershipCheckResult | null>('ownershipState');
 
 export const DEFAULT_OWNERSHIP_POLL_MS = 5 * 60_000;
 

@@ -15,3 +15,4 @@ export * from './domainOwnership.js';
 export * from './trustAttest.js';
 export * from './taskLifecycle.js';
 export * from './sponsoredRegistration.js';
+export * from './paymentReconciler.js';

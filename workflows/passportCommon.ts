@@ -2,11 +2,12 @@
 import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { PassportLedgerActivities } from '../activities/ledger/passports.js';
 import type { PassportDbActivities } from '../activities/db/passports.js';
-import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
+import type { PaymentSettlementActivities } from '../activities/ledger/paymentSettlement.js';
+import type { FailedStep, PassportWorkflowTimings, PaymentRef } from './contracts/passport.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 /** Failure types that no retry can fix (see activities/ledger/passports.ts and activities/db/passports.ts). */
-const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch'];
+const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch', 'PaymentSettlementFailed'];
 
 export function passportActivities(timings: PassportWorkflowTimings = {}) {
   const retryBase = {
@@ -24,8 +25,11 @@ export function passportActivities(timings: PassportWorkflowTimings = {}) {
       heartbeatTimeout,
       retry: { ...retryBase, maximumAttempts: timings.ledgerMaxAttempts ?? LEDGER_MAX_ATTEMPTS },
     }),
-    /** Writes that must eventually happen (audit, projection, refunds): retried until they do. */
-    durable: proxyActivities<PassportLedgerActivities & PassportDbActivities>({
+    /**
+     * Writes that must eventually happen (settlement, audit, projection, refunds): retried until they
+     * do. The settlement decides itself when a payment can never settle (a final failure).
+     */
+    durable: proxyActivities<PassportLedgerActivities & PassportDbActivities & PaymentSettlementActivities>({
       startToCloseTimeout,
       heartbeatTimeout,
       retry: retryBase, // no maximumAttempts: unlimited (the SDK refuses 0)
@@ -58,14 +62,52 @@ export async function refundOrRelease(
   durable: ReturnType<typeof passportActivities>['durable'],
   paymentTransactionId: string,
   reason: string,
+  failedStep: FailedStep,
 ): Promise<PaymentOutcome> {
   try {
-    const r = await durable.refundPayment({ paymentTransactionId, reason });
+    const r = await durable.refundPayment({ paymentTransactionId, reason, failedStep });
     return { status: 'refunded', refundTransactionId: r.refundTransactionId };
   } catch (err) {
     if (!isActivityFailure(err)) throw err;
-    await durable.releaseClaim({ paymentTransactionId, reason: `${reason}; not refunded: ${failureReason(err)}` });
+    await durable.releaseClaim({ paymentTransactionId, reason: `${reason}; not refunded: ${failureReason(err)}`, failedStep });
     return { status: 'released' };
+  }
+}
+
+/** patched() id of the settlement as the first step of the issuance and upgrade workflows (issue 23). */
+export const SETTLE_IN_WORKFLOW_PATCH = 'x402-settle-in-workflow';
+
+/** The type of the settle step's final failure that says nothing moved (the payment is 'failed'). */
+const SETTLEMENT_FAILED = 'PaymentSettlementFailed';
+
+function failureType(err: unknown): string | undefined {
+  let e: unknown = err;
+  while (e instanceof ActivityFailure && e.cause) e = e.cause;
+  return e instanceof ApplicationFailure ? (e.type ?? undefined) : undefined;
+}
+
+/**
+ * The first step of the issuance and upgrade workflows since issue 23: settles the x402 payment the
+ * API verified and recorded (settlePayment re-checks it against the request's claim and the catalog).
+ * Null once the payment is settled. A settlement that failed for good (nothing moved) releases the
+ * claim ('failed', failed step 'settle') and returns 'released'; any other final refusal is undone
+ * like a failed confirmation (refunded when the ledger took the money after all, else released).
+ */
+export async function settleOrUndo(
+  durable: ReturnType<typeof passportActivities>['durable'],
+  payment: PaymentRef,
+): Promise<(PaymentOutcome & { failedStep: 'settle'; reason: string }) | null> {
+  try {
+    await durable.settlePayment({ paymentTransactionId: payment.transactionId, ...(payment.paymentSignature ? { paymentSignature: payment.paymentSignature } : {}) });
+    return null;
+  } catch (err) {
+    if (!isActivityFailure(err)) throw err;
+    const reason = `settle failed: ${failureReason(err)}`;
+    if (failureType(err) === SETTLEMENT_FAILED) {
+      await durable.releaseClaim({ paymentTransactionId: payment.transactionId, reason, failedStep: 'settle' });
+      return { status: 'released', failedStep: 'settle', reason };
+    }
+    return { ...(await refundOrRelease(durable, payment.transactionId, reason, 'settle')), failedStep: 'settle', reason };
   }
 }
 
@@ -80,7 +122,7 @@ const UNCONFIRMED_PAYMENT_PATCH = 'refund-or-release-unconfirmed-payment';
  */
 export async function confirmSettlementOrUndo(
   durable: ReturnType<typeof passportActivities>['durable'],
-  payment: SettledPaymentRef,
+  payment: PaymentRef,
 ): Promise<(PaymentOutcome & { failedStep: 'confirmSettlement'; reason: string }) | null> {
   try {
     await durable.confirmSettlement({ paymentTransactionId: payment.transactionId, payer: payment.payer, amountTinybars: payment.amountTinybars });
@@ -88,6 +130,6 @@ export async function confirmSettlementOrUndo(
   } catch (err) {
     if (!isActivityFailure(err) || !patched(UNCONFIRMED_PAYMENT_PATCH)) throw err;
     const reason = `confirmSettlement failed: ${failureReason(err)}`;
-    return { ...(await refundOrRelease(durable, payment.transactionId, reason)), failedStep: 'confirmSettlement', reason };
+    return { ...(await refundOrRelease(durable, payment.transactionId, reason, 'confirmSettlement')), failedStep: 'confirmSettlement', reason };
   }
 }

@@ -1,8 +1,10 @@
 /**
- * passportIssuance (id passport:{network}:{accountId}). The API settled the x402 payment and
- * claimed the account before starting it, so the input names the settled payment (ids only).
+ * passportIssuance (id passport:{network}:{accountId}). The API verified the x402 payment and recorded
+ * it with its claim of the account before starting it; no money moved yet (issue 23).
  *
- *   confirmSettlement -> mintPassport (to the treasury, idempotent per payment)
+ *   settlePayment (through the facilitator, the payment re-checked against the claim and the catalog;
+ *   a settlement that fails for good releases the claim: status 'released', failedStep 'settle',
+ *   nothing taken) -> confirmSettlement -> mintPassport (to the treasury, idempotent per payment)
  *   (confirmSettlement refusing: the payment is refunded, or the claim released when no settled
  *   payment exists; the result says which, failedStep 'confirmSettlement')
  *   -> deliverPassport (treasury -> owner) -> setPassportFrozen (the holder's relationship, so the
@@ -12,45 +14,21 @@
  * are used up) the payment is refunded (refundPayment) and the result says so; the API answers 502
  * execution_failed with the refund transaction. A passport minted but never delivered is burned
  * first (burnUndeliveredPassport), so the treasury keeps no orphan NFT.
+ *
+ * Histories recorded before issue 23 (the API had settled) start with confirmSettlement; the settle
+ * step is behind patched(SETTLE_IN_WORKFLOW_PATCH).
  */
 import { patched, workflowInfo } from '@temporalio/workflow';
-import type { Capability } from '../domain/capabilities.js';
-import type { Tier } from '../domain/tiers.js';
-import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
-import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
-
-export interface PassportIssuanceInput {
-  network: string;
-  accountId: string;
-  did: string;
-  tier: Tier;
-  capabilities: Capability[];
-  endpoint?: string;
-  payment: SettledPaymentRef;
-  timings?: PassportWorkflowTimings;
-}
-
-export type PassportIssuanceResult =
-  | {
-      status: 'issued';
-      tokenId: string;
-      serialNumber: number;
-      did: string;
-      accountId: string;
-      tier: Tier;
-      capabilities: Capability[];
-      issuedAt: number;
-      mintTransactionId: string;
-      deliverTransactionId: string;
-      auditTransactionId: string;
-    }
-  | { status: 'refunded'; failedStep: 'confirmSettlement' | 'mint' | 'deliver'; reason: string; refundTransactionId: string }
-  /** confirmSettlement refused and no settled payment was found to refund: the claim is released ('failed') */
-  | { status: 'released'; failedStep: 'confirmSettlement'; reason: string };
+import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities, settleOrUndo, SETTLE_IN_WORKFLOW_PATCH } from './passportCommon.js';
+import type { PassportIssuanceInput, PassportIssuanceResult } from './contracts/passportIssuance.js';
 
 export async function passportIssuance(input: PassportIssuanceInput): Promise<PassportIssuanceResult> {
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
+  if (patched(SETTLE_IN_WORKFLOW_PATCH)) {
+    const unsettled = await settleOrUndo(durable, payment);
+    if (unsettled) return unsettled;
+  }
   const unconfirmed = await confirmSettlementOrUndo(durable, payment);
   if (unconfirmed) return unconfirmed;
 
@@ -68,7 +46,7 @@ export async function passportIssuance(input: PassportIssuanceInput): Promise<Pa
     if (!isActivityFailure(err)) throw err;
     const reason = `${step} failed: ${failureReason(err)}`;
     if (minted) await durable.burnUndeliveredPassport({ idempotencyKey: `${keyBase}/burn`, serial: minted.serial });
-    const refund = await durable.refundPayment({ paymentTransactionId: payment.transactionId, reason });
+    const refund = await durable.refundPayment({ paymentTransactionId: payment.transactionId, reason, failedStep: step });
     return { status: 'refunded', failedStep: step, reason, refundTransactionId: refund.refundTransactionId };
   }
   // Non-transferable: freeze the holder's relationship with the collection right after delivery

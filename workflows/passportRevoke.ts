@@ -9,28 +9,7 @@
  */
 import { patched, workflowInfo } from '@temporalio/workflow';
 import { passportActivities } from './passportCommon.js';
-import type { PassportWorkflowTimings } from './passportIds.js';
-
-export interface PassportRevokeInput {
-  tokenId: string;
-  serial: number;
-  accountId: string;
-  did: string;
-  reason?: string;
-  timings?: PassportWorkflowTimings;
-}
-
-export interface PassportRevokeResult {
-  status: 'revoked';
-  tokenId: string;
-  serialNumber: number;
-  did: string;
-  reason: string | null;
-  revokedAt: number;
-  wipeTransactionId: string | null;
-  wipedFrom: string;
-  auditTransactionId: string;
-}
+import type { PassportRevokeInput, PassportRevokeResult } from './contracts/passportRevoke.js';
 
 export async function passportRevoke(input: PassportRevokeInput): Promise<PassportRevokeResult> {
   const { steps, durable } = passportActivities(input.timings);

@@ -1,51 +1,26 @@
 /**
- * passportUpgrade (id passport-upgrade:{tokenId}:{serial}:{tier}). The API settled the price
- * difference over x402 and claimed the passport before starting it.
+ * passportUpgrade (id passport-upgrade:{tokenId}:{serial}:{tier}). The API verified the x402 payment
+ * of the price difference and recorded it with its claim of the passport before starting it; no money
+ * moved yet (issue 23).
  *
- *   confirmSettlement -> updatePassportMetadata (in place) -> publishAudit (passport.upgraded)
- *   -> recordUpgrade (projection)
+ *   settlePayment (released with nothing taken when it fails for good) -> confirmSettlement
+ *   -> updatePassportMetadata (in place) -> publishAudit (passport.upgraded) -> recordUpgrade (projection)
  *
  * Saga: when the metadata update fails for good the difference is refunded. When confirmSettlement
  * refuses, the difference is refunded too, or the claim released when no settled payment exists.
+ * Histories recorded before issue 23 start with confirmSettlement (patched(SETTLE_IN_WORKFLOW_PATCH)).
  */
-import { workflowInfo } from '@temporalio/workflow';
-import type { Capability } from '../domain/capabilities.js';
-import type { Tier } from '../domain/tiers.js';
-import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
-import type { PassportWorkflowTimings, SettledPaymentRef } from './passportIds.js';
-
-export interface PassportUpgradeInput {
-  tokenId: string;
-  serial: number;
-  accountId: string;
-  did: string;
-  oldTier: Tier;
-  newTier: Tier;
-  capabilities: Capability[];
-  payment: SettledPaymentRef;
-  timings?: PassportWorkflowTimings;
-}
-
-export type PassportUpgradeResult =
-  | {
-      status: 'upgraded';
-      tokenId: string;
-      serialNumber: number;
-      did: string;
-      oldTier: Tier;
-      newTier: Tier;
-      capabilities: Capability[];
-      upgradedAt: number;
-      updateTransactionId: string;
-      auditTransactionId: string;
-    }
-  | { status: 'refunded'; failedStep?: 'confirmSettlement'; reason: string; refundTransactionId: string }
-  /** confirmSettlement refused and no settled payment was found to refund: the claim is released ('failed') */
-  | { status: 'released'; failedStep: 'confirmSettlement'; reason: string };
+import { patched, workflowInfo } from '@temporalio/workflow';
+import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities, settleOrUndo, SETTLE_IN_WORKFLOW_PATCH } from './passportCommon.js';
+import type { PassportUpgradeInput, PassportUpgradeResult } from './contracts/passportUpgrade.js';
 
 export async function passportUpgrade(input: PassportUpgradeInput): Promise<PassportUpgradeResult> {
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
+  if (patched(SETTLE_IN_WORKFLOW_PATCH)) {
+    const unsettled = await settleOrUndo(durable, payment);
+    if (unsettled) return unsettled;
+  }
   const unconfirmed = await confirmSettlementOrUndo(durable, payment);
   if (unconfirmed) return unconfirmed;
 
@@ -57,8 +32,8 @@ export async function passportUpgrade(input: PassportUpgradeInput): Promise<Pass
   } catch (err) {
     if (!isActivityFailure(err)) throw err;
     const reason = `metadata update failed: ${failureReason(err)}`;
-    const refund = await durable.refundPayment({ paymentTransactionId: payment.transactionId, reason });
-    return { status: 'refunded', reason, refundTransactionId: refund.refundTransactionId };
+    const refund = await durable.refundPayment({ paymentTransactionId: payment.transactionId, reason, failedStep: 'metadata update' });
+    return { status: 'refunded', failedStep: 'metadata update', reason, refundTransactionId: refund.refundTransactionId };
   }
 
   const upgradedAt = Date.now();

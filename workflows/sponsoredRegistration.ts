@@ -15,27 +15,8 @@ import { proxyActivities, setCurrentDetails, workflowInfo } from '@temporalio/wo
 import { sponsoredMessage } from '../domain/registry.js';
 import type { RegistryActivities } from '../activities/ledger/registry.js';
 import type { TopicWrite } from '../activities/ledger/directory.js';
-import type { PassportWorkflowTimings } from './passportIds.js';
+import type { SponsoredRegistrationInput, SponsoredRegistrationResult } from './contracts/sponsoredRegistration.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
-
-export function sponsoredRegistrationWorkflowId(id: string): string {
-  return `registry-sponsored:${id}`;
-}
-
-export interface SponsoredRegistrationInput {
-  id: string;
-  name: string;
-  owner: string;
-  /** registration time, Unix milliseconds */
-  createdAt: number;
-  timings?: PassportWorkflowTimings;
-}
-
-export interface SponsoredRegistrationResult {
-  status: 'written';
-  sequenceNumber: number | null;
-  transactionId: string;
-}
 
 export async function sponsoredRegistration(input: SponsoredRegistrationInput): Promise<SponsoredRegistrationResult> {
   const t = input.timings ?? {};

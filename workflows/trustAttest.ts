@@ -8,21 +8,9 @@
  * (same workflow id, or a later run after this one closed) never send a second transaction.
  */
 import { proxyActivities } from '@temporalio/workflow';
-import type { AttestActivities, OnChainAttestation } from '../activities/evm/attest.js';
+import type { AttestActivities } from '../activities/evm/attest.js';
+import type { OnChainAttestation, TrustAttestInput } from './contracts/trustAttest.js';
 import { HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
-
-export function trustAttestWorkflowId(domain: string, snapshotHash: string): string {
-  return `trust-attest:${domain}:${snapshotHash}`;
-}
-
-export interface TrustAttestInput {
-  domain: string;
-  snapshotHash: string;
-  /** retry knobs (defaults suit production; tests pass small ones) */
-  retryInitialMs?: number;
-  retryMaximumMs?: number;
-  maxAttempts?: number;
-}
 
 export async function trustAttest(input: TrustAttestInput): Promise<OnChainAttestation> {
   const evm = proxyActivities<AttestActivities>({

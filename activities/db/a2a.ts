@@ -6,11 +6,12 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Sql } from 'postgres';
-import { decodeEnvelope, isTrustedPayer } from '../../domain/a2a.js';
-import { parseHederaDid } from '../../domain/did.js';
+import { decodeEnvelope, isTrustedPayer } from '@agent-passport/core/a2a';
+import { parseHederaDid } from '@agent-passport/core/did';
 import { recordA2aMessage } from '../../db/queries/a2aMessages.js';
 import { joinTopicMessages, toMirrorTransactionId, type MirrorTopicMessage } from '../../ledger/mirror.js';
-import type { LedgerActivityDeps } from '../index.js';
+import type { LedgerServices } from '../../ledger/services.js';
+import type { ProjectedA2aMessage } from '../../workflows/contracts/a2aMessage.js';
 
 export interface ProjectA2aInput {
   messageId: string;
@@ -21,14 +22,6 @@ export interface ProjectA2aInput {
   chunks: number;
 }
 
-export interface ProjectedA2aMessage {
-  id: string;
-  sequenceNumber: number;
-  consensusTimestamp: string;
-  transactionId: string;
-  chunks: number;
-}
-
 /** Whether a raw topic message is a chunk of the message whose first transaction is `mirrorTxId`. */
 function belongsTo(m: MirrorTopicMessage, mirrorTxId: string, firstSequence: number): boolean {
   const t = m.chunk_info?.initial_transaction_id;
@@ -36,7 +29,7 @@ function belongsTo(m: MirrorTopicMessage, mirrorTxId: string, firstSequence: num
   return toMirrorTransactionId(`${t.account_id}@${t.transaction_valid_start}`) === mirrorTxId;
 }
 
-export function createA2aDbActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
+export function createA2aDbActivities(deps: { sql: Sql; ledger: LedgerServices }) {
   const { deployment, mirror } = deps.ledger;
   const topicId = deployment.topics.a2a;
 

@@ -2,7 +2,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Sql } from 'postgres';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
-import { markPassportRevoked, markRequestFailed, recordIssuedPassport, recordUpgradedPassport, type NewPassport } from '../../db/queries/passports.js';
+import { markPassportRevoked, markRequestFailed, recordIssuedPassport, recordUpgradedPassport, type NewPassport, type RequestFailedStep } from '../../db/queries/passports.js';
 import { normalizePayer } from '../../ledger/x402/ids.js';
 
 export function createPassportDbActivities(deps: { sql: Sql }) {
@@ -44,10 +44,11 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
 
   /**
    * Ends a pending issuance or upgrade whose payment could not be confirmed settled and has nothing
-   * to refund ('failed'), so the wallet or passport is free again. Idempotent.
+   * to refund ('failed', with the step that failed as data), so the wallet or passport is free
+   * again. Idempotent.
    */
-  async function releaseClaim(input: { paymentTransactionId: string; reason: string }): Promise<{ released: boolean }> {
-    return { released: await markRequestFailed(sql, input.paymentTransactionId, input.reason.slice(0, 500)) };
+  async function releaseClaim(input: { paymentTransactionId: string; reason: string; failedStep?: RequestFailedStep }): Promise<{ released: boolean }> {
+    return { released: await markRequestFailed(sql, input.paymentTransactionId, input.reason.slice(0, 500), input.failedStep) };
   }
 
   return { confirmSettlement, recordPassport, recordUpgrade, markRevoked, releaseClaim };

@@ -6,11 +6,9 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { Config } from '../../config/index.js';
+import { startWorkflow } from '../../temporal/workflows.js';
+import { chainIndexerContract, chainIndexerWorkflowId } from '../../workflows/contracts/chainIndexer.js';
 import { indexerSourcesFromConfig } from './index.js';
-
-export function indexerWorkflowId(chainId: number, source: string): string {
-  return `indexer:${chainId}:${source}`;
-}
 
 export async function ensureChainIndexers(
   client: Client,
@@ -20,12 +18,11 @@ export async function ensureChainIndexers(
   const ids: string[] = [];
   if (!config.EVM_RPC_URL) return ids;
   for (const s of indexerSourcesFromConfig(config)) {
-    const workflowId = indexerWorkflowId(s.chainId, s.source);
-    await client.workflow.start('chainIndexer', {
+    const workflowId = chainIndexerWorkflowId(s.chainId, s.source);
+    await startWorkflow(client, chainIndexerContract, { chainId: s.chainId, source: s.source, pollIntervalMs: opts.pollIntervalMs ?? config.INDEXER_POLL_INTERVAL_MS }, {
       taskQueue: opts.taskQueue ?? config.TEMPORAL_TASK_QUEUE,
       workflowId,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      args: [{ chainId: s.chainId, source: s.source, pollIntervalMs: opts.pollIntervalMs ?? config.INDEXER_POLL_INTERVAL_MS }],
     });
     ids.push(workflowId);
   }

@@ -3,14 +3,25 @@
  * transaction signed in the API (by the sender's key, or the operator's for the deprecated route),
  * in order, through the idempotent submitter, so a retried activity never submits a chunk twice.
  * The submitter here has no operator: the service adds no signature to a sender's transaction.
+ *
+ * It never trusts its input (DESIGN 11, issue 23): before submitting, the chunks are decoded and
+ * checked again as one message (one message to the a2a topic, consistent chunk info, an A2A envelope
+ * paid by its sender or by the operator, every chunk validly signed by the payer's key from the
+ * mirror), and a message with less than A2A_MIN_REMAINING_MS left of its validity window is refused
+ * before its first chunk, so the sender does not pay for a message that has no time left to go out.
  */
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Transaction, type Client } from '@hashgraph/sdk';
 import type { Sql } from 'postgres';
 import { createLedgerClient } from '../../ledger/client.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import { IdempotentSubmitter } from '../../ledger/submit.js';
-import type { LedgerActivityDeps } from '../index.js';
+import { publicKeyFromMirror } from '@agent-passport/core/keys';
+import { allChunksSignedBy, decodeSubmissionChunks, TopicSubmissionError, type DecodedSubmission } from '../../ledger/topicSubmission.js';
+import { findSubmission } from '../../db/queries/ledgerSubmissions.js';
+import { decodeEnvelope, isTrustedPayer } from '@agent-passport/core/a2a';
+import { parseHederaDid } from '@agent-passport/core/did';
+import type { LedgerServices } from '../../ledger/services.js';
 import { ledgerCall } from './ledgerCall.js';
 
 export interface SubmitA2aChunksInput {
@@ -26,6 +37,9 @@ export interface SubmitA2aChunksResult {
   sequenceNumbers: number[];
 }
 
+/** A message is not started with less than this left of its validity window (the API accepts it with 15 s left). */
+const A2A_MIN_REMAINING_MS = 5_000;
+
 function heartbeat(details: unknown): void {
   try {
     Context.current().heartbeat(details);
@@ -34,7 +48,7 @@ function heartbeat(details: unknown): void {
   }
 }
 
-export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
+export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerServices }) {
   const { deployment, mirror } = deps.ledger;
   let submitter: IdempotentSubmitter | undefined;
   let client: Client | undefined;
@@ -44,7 +58,40 @@ export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerActivi
     return submitter;
   };
 
+  const refuse = (status: string, message: string) => ApplicationFailure.create({ type: `LedgerError.${status}`, message, nonRetryable: true });
+
+  /** The chunks as one message, checked again (see the module comment); a refusal is final and nothing is submitted. */
+  async function checkedMessage(input: SubmitA2aChunksInput): Promise<DecodedSubmission> {
+    let sub: DecodedSubmission;
+    try {
+      sub = decodeSubmissionChunks(input.chunks.map((b64) => Uint8Array.from(Buffer.from(b64, 'base64'))));
+    } catch (err) {
+      if (err instanceof TopicSubmissionError) throw ApplicationFailure.create({ type: 'A2aSubmissionInvalid', message: err.message, nonRetryable: true });
+      throw err;
+    }
+    const invalid = (message: string) => ApplicationFailure.create({ type: 'A2aSubmissionInvalid', message, nonRetryable: true });
+    if (sub.chunks.length !== input.chunks.length) throw invalid(`${input.chunks.length} chunk(s) given, ${sub.chunks.length} distinct`);
+    if (sub.topicId !== deployment.topics.a2a) throw invalid(`the message goes to topic ${sub.topicId}, not the a2a topic`);
+    const envelope = decodeEnvelope(sub.message);
+    const sender = envelope ? parseHederaDid(envelope.from) : null;
+    if (!sender || !isTrustedPayer(sub.payerAccountId, sender.accountId, deployment.operator.accountId)) {
+      throw invalid(`the message is not an A2A envelope paid by its sender (payer ${sub.payerAccountId})`);
+    }
+    const account = await ledgerCall('read the payer key', () => mirror.getAccount(sub.payerAccountId));
+    const key = account && !account.deleted ? publicKeyFromMirror(account.key) : null;
+    if (!key || !allChunksSignedBy(sub, key)) throw refuse('INVALID_SIGNATURE', `not every chunk is validly signed by the key of ${sub.payerAccountId}`);
+    return sub;
+  }
+
   async function submitA2aChunks(input: SubmitA2aChunksInput): Promise<SubmitA2aChunksResult> {
+    const sub = await checkedMessage(input);
+    if (!(await findSubmission(deps.sql, `${input.idempotencyKey}/chunk/1`))) {
+      // nothing submitted yet: a message whose window is (nearly) over is not started, so its sender pays for no part of it
+      const validUntil = sub.validStart.getTime() + sub.validDurationSeconds * 1000;
+      if (Date.now() > validUntil - A2A_MIN_REMAINING_MS) {
+        throw refuse('TRANSACTION_EXPIRED', `the message's transactions expire at ${new Date(validUntil).toISOString()}, too soon to submit its ${sub.chunks.length} chunk(s)`);
+      }
+    }
     const out: SubmitA2aChunksResult = { transactionIds: [], sequenceNumbers: [] };
     for (const [i, b64] of input.chunks.entries()) {
       heartbeat(i);

@@ -10,31 +10,13 @@ import { parseDirectoryMessage, replayDirectory, type AgentAuditEvent, type Agen
 import { buildTopicMessage } from '../../ledger/operations.js';
 import type { MirrorTopicMessage } from '../../ledger/mirror.js';
 import { replaceDirectory } from '../../db/queries/agents.js';
-import type { LedgerActivityDeps } from '../index.js';
+import type { LedgerServices } from '../../ledger/services.js';
+import type { DirectoryRebuildCounts } from '../../workflows/contracts/directoryRebuild.js';
 import { ledgerCall } from './ledgerCall.js';
 
 export interface TopicWrite {
   transactionId: string;
   sequenceNumber: number | null;
-}
-
-export interface DirectoryRebuildCounts {
-  /** complete messages read from the directory topic */
-  messages: number;
-  /** well-formed agent.registered messages */
-  registrations: number;
-  /** rows written to the projection */
-  agents: number;
-  /** active entries in the directory after the rebuild (passport not revoked) */
-  active: number;
-  /**
-   * messages that are not a well-formed agent.registered (other types share the topic, e.g. the
-   * registry's registry.sponsored records), chunk groups that never completed, and repeats of a DID
-   * or a name taken earlier
-   */
-  skipped: number;
-  /** sequence number of the last message read (0 for an empty topic) */
-  lastSequenceNumber: number;
 }
 
 /** Raw topic messages read between heartbeats during a rebuild (the mirror pages 100 at a time). */
@@ -76,7 +58,7 @@ export function completeMessages(raw: readonly MirrorTopicMessage[]): { messages
   return { messages: out, incomplete };
 }
 
-export function createDirectoryLedgerActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
+export function createDirectoryLedgerActivities(deps: { sql: Sql; ledger: LedgerServices }) {
   const { deployment, submitter, mirror } = deps.ledger;
 
   async function publish(topic: 'directory' | 'audit', idempotencyKey: string, message: object): Promise<TopicWrite> {

@@ -14,16 +14,23 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
+import { TransferCheckError } from '../../ledger/transferCheck.js';
 
 export const LEDGER_FAILURE_PREFIX = 'LedgerError.';
 
 /** Statuses of failures the ledger adapter could not classify: no ledger answer, no known transport condition. */
 const UNCLASSIFIED = new Set(['INTERNAL', 'UNKNOWN_GRPC']);
 
+/** The failure type of client bytes a checker refused (issue 19): final, and the workflow answers it as a 400 (403 for another payer). */
+export const CLIENT_TX_REFUSED = 'ClientTransactionRefused';
+
 export async function ledgerCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
+    if (err instanceof TransferCheckError) {
+      throw ApplicationFailure.create({ message: `${what}: ${err.message}`, type: CLIENT_TX_REFUSED, nonRetryable: true, details: [{ reason: err.reason, status: err.status, hint: err.hint ?? null }] });
+    }
     const le = err instanceof LedgerError ? err : toLedgerError(err);
     const message = `${what}: ${le.status}${le.hint ? ` (${le.hint})` : ''}`;
     if (!le.retryable && !UNCLASSIFIED.has(le.status)) {

@@ -4,25 +4,43 @@
  * its step number, so a retried activity never creates, signs or pays twice.
  *
  *   createEscrowSchedule   ScheduleCreate of a transfer poster -> escrow (admin key: the service's)
- *   submitScheduleSign     a poster-signed ScheduleSign (bytes from the API); reports whether the
- *                          scheduled transfer executed and with what result
+ *   submitScheduleSign     a poster-signed ScheduleSign (bytes from the API), checked here again
+ *                          (ledger/scheduleSignCheck.ts) before the operator pays for and signs it;
+ *                          reports whether the scheduled transfer executed and with what result
  *   deleteEscrowSchedule   ScheduleDelete; tells whether the schedule had executed meanwhile
  *   payoutEscrow           escrow -> claimer (price - fee) and escrow -> treasury (fee), one transfer
  *   refundEscrow           escrow -> poster
- *   submitDirectTransfer   a poster-signed transfer (tasks without escrow), checked by the API
+ *   submitDirectTransfer   a poster-signed transfer (tasks without escrow), checked here again
+ *                          (ledger/transferCheck.ts checkPayment), submitted without any service signature
  *   publishTaskMessage     the marketplace topic message of a step
  *
- * The escrow account is controlled by the operator key (localnet bootstrap; DESIGN 6), so the
- * operator signs its payouts; the operator also pays every fee here, including the scheduled
- * transfer's (the schedule's creator pays it), so the parties' balances move by the task amounts only.
+ * Client bytes (issue 19 item 1): the workflow's input is not trusted. Whatever reaches these
+ * activities (through the API, or written to Temporal by anyone else) is checked with the same
+ * checkers the API uses, against the task's facts from the workflow (poster, claimer, price, fee,
+ * pending schedules) and the ledger (the poster's key, the schedule's content), before it is
+ * submitted; the operator signs only the ScheduleSign it pays for. A refused transaction fails the
+ * activity with a non-retryable ClientTransactionRefused (activities/ledger/ledgerCall.ts).
+ *
+ * The escrow account has its own key (issue 19 item 3), which signs its payouts and refunds; the
+ * operator pays every fee here (the payout's, the ScheduleSign's, and the scheduled transfer's as the
+ * schedule's creator), so the escrow moves by escrowed amounts only and the parties' balances by the
+ * task amounts only. Schedule outcomes come from the ledger (ledger/scheduleState.ts), never from
+ * the mirror's lag (issue 19 item 5).
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Sql } from 'postgres';
-import type { TaskMessage } from '../../domain/market.js';
+import { paymentMemo, type TaskMessage } from '../../domain/market.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
-import { buildScheduleCreate, buildScheduleDelete, buildTopicMessage } from '../../ledger/operations.js';
-import { AccountId, Hbar, HbarUnit, Long, Transaction, TransferTransaction } from '@hashgraph/sdk';
-import type { LedgerActivityDeps } from '../index.js';
+import { buildHbarTransfer, buildScheduleCreate, buildScheduleDelete, buildTopicMessage } from '../../ledger/operations.js';
+import { ScheduleDeleteTransaction, Transaction, TransferTransaction, type PublicKey } from '@hashgraph/sdk';
+import { parsePrivateKey, publicKeyFromMirror } from '@agent-passport/core/keys';
+import { clientNodeAccountIds } from '../../ledger/client.js';
+import { checkPayment, decodeTransactionBase64, TransferCheckError, type TransferCheckPolicy } from '../../ledger/transferCheck.js';
+import { checkScheduleSign } from '../../ledger/scheduleSignCheck.js';
+import { readScheduleState, type ScheduleState } from '../../ledger/scheduleState.js';
+import { findScheduleCreate, submissionsWithPrefix } from '../../db/queries/ledgerSubmissions.js';
+import { withTaskEscrowLock } from '../../db/queries/marketEscrow.js';
+import type { LedgerServices } from '../../ledger/services.js';
 import { ledgerCall } from './ledgerCall.js';
 
 export interface EscrowScheduleInput {
@@ -34,6 +52,17 @@ export interface EscrowScheduleInput {
   expiresAt: string;
   /** 'fund' (the price) or 'topup' (an increase of a funded task) */
   purpose: 'fund' | 'topup';
+}
+
+export interface ScheduleSignInput {
+  idempotencyKey: string;
+  scheduleId: string;
+  /** base64 of the poster-signed ScheduleSign */
+  signedBytes: string;
+  /** the task's poster: the only account the schedule may debit, whose key must have signed */
+  posterAccountId?: string;
+  /** the task's schedules still waiting for the poster's signature (the bytes must sign scheduleId, one of them) */
+  pendingScheduleIds?: string[];
 }
 
 export interface ScheduleSignOutcome {
@@ -53,40 +82,70 @@ export interface ScheduleDeleteOutcome {
   gone: boolean;
 }
 
-const tinybars = (n: string | bigint) => Hbar.from(Long.fromString(BigInt(n).toString()), HbarUnit.Tinybar);
-
-/** A multi-leg HBAR transfer out of one account (amounts > 0 only). */
-function buildTransferFrom(from: string, legs: { to: string; amount: bigint }[], memo?: string): TransferTransaction {
-  const total = legs.reduce((s, l) => s + l.amount, 0n);
-  if (total <= 0n) throw new LedgerError('INVALID_ACCOUNT_AMOUNTS', 'transfer amount must be positive', { phase: 'input', retryable: false });
-  const tx = new TransferTransaction().addHbarTransfer(AccountId.fromString(from), tinybars(-total));
-  for (const l of legs) if (l.amount > 0n) tx.addHbarTransfer(AccountId.fromString(l.to), tinybars(l.amount));
-  if (memo) tx.setTransactionMemo(memo);
-  return tx;
+/** The task's facts a direct payment is checked against (issue 19; sent by the workflow). */
+export interface DirectPaymentFacts {
+  taskId: string;
+  posterAccountId: string;
+  claimerAccountId: string;
+  priceTinybars: string;
+  feeTinybars: string;
 }
 
-export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
+export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerServices }) {
   const { deployment, submitter, mirror, client } = deps.ledger;
   const operatorKey = client.operatorPublicKey;
+  const operatorId = deployment.operator.accountId;
+  // the escrow's own key signs its payouts and refunds (the operator's key when the escrow is an account of the operator's key)
+  const escrowKey = parsePrivateKey(deployment.escrowPrivateKey);
+  const escrowSigners = operatorKey && escrowKey.publicKey.toStringRaw() === operatorKey.toStringRaw() ? [] : [escrowKey];
 
-  /** What happened to a schedule's transfer, from the mirror: not run yet, run with SUCCESS, or run and failed. */
+  const policy = (): TransferCheckPolicy => ({ nodeAccountIds: clientNodeAccountIds(client).map((n) => n.toString()), now: Date.now() });
+
+  /** The account's single public key from the mirror; a refusal when it has none (a key list, a deleted account). */
+  async function accountKey(accountId: string, role: string): Promise<PublicKey> {
+    const account = await mirror.getAccount(accountId);
+    const key = account && !account.deleted ? publicKeyFromMirror(account.key) : null;
+    if (!key) throw new TransferCheckError('missing_signer_signature', `the ${role} account ${accountId} has no single key to check its signature with`);
+    return key;
+  }
+
+  /** A schedule's state from the ledger; the ScheduleCreate this service recorded names its scheduled transaction once it is purged. */
+  async function scheduleState(scheduleId: string): Promise<ScheduleState> {
+    const created = await findScheduleCreate(deps.sql, scheduleId);
+    return readScheduleState(client, mirror, scheduleId, { scheduledTransactionId: created?.scheduledTransactionId });
+  }
+
+  /** What happened to a schedule's transfer, from the ledger: not run (yet), run with SUCCESS, or run and failed. */
   async function scheduledOutcome(scheduleId: string): Promise<{ executed: boolean; failedStatus?: string }> {
-    const s = await mirror.getSchedule(scheduleId);
-    if (!s || !s.executed_timestamp) return { executed: false };
-    // the scheduled child record (the create's transaction id, scheduled=true) carries the transfer's own result
-    const result = await scheduledChildResult(scheduleId);
-    if (result && result !== 'SUCCESS') return { executed: false, failedStatus: result };
+    const s = await scheduleState(scheduleId);
+    if (s.status !== 'executed') return { executed: false };
+    if (s.result !== 'SUCCESS') return { executed: false, failedStatus: s.result };
     return { executed: true };
   }
 
-  async function scheduledChildResult(scheduleId: string): Promise<string | null> {
-    const rows = await deps.sql<{ transaction_id: string }[]>`
-      select transaction_id from ledger_submissions where kind = 'schedule_create' and receipt->>'scheduleId' = ${scheduleId} limit 1`;
-    const id = rows[0]?.transaction_id;
-    if (!id) return null;
-    const list = await mirror.getTransactions(id);
-    const child = list.find((t) => t.scheduled === true);
-    return child ? child.result : null;
+  /**
+   * The schedule must be one of this service's escrow schedules (created by the operator, admin key
+   * set, memo "task ..."), whose scheduled transaction is a plain HBAR transfer from the poster to the
+   * escrow account and nothing else: only then may the operator's signature ride on a ScheduleSign of
+   * it. Returns the poster (the debited account).
+   */
+  async function requireEscrowSchedule(scheduleId: string, posterAccountId: string | undefined): Promise<string> {
+    const s = await scheduleState(scheduleId);
+    const refuse = (why: string): never => {
+      throw new TransferCheckError('schedule_not_pending', `schedule ${scheduleId} is not an escrow schedule of this service: ${why}`);
+    };
+    if (s.status === 'gone') refuse('the ledger does not have it');
+    if (s.creatorAccountId !== operatorId || !s.adminKeyPresent || !(s.memo ?? '').startsWith('task ')) refuse('another creator, admin key or memo');
+    const legs = (s.hbarLegs ?? []).filter((l) => l.tinybars !== 0n);
+    const debits = legs.filter((l) => l.tinybars < 0n);
+    const credits = legs.filter((l) => l.tinybars > 0n);
+    if (s.otherContent || debits.length !== 1 || credits.length !== 1 || credits[0].account !== deployment.escrow || debits[0].tinybars + credits[0].tinybars !== 0n) {
+      refuse('its transaction is not one transfer into the escrow account');
+    }
+    const poster = debits[0].account;
+    if ([operatorId, deployment.treasury, deployment.escrow, deployment.payTo].includes(poster)) refuse('it debits a service account');
+    if (posterAccountId !== undefined && poster !== posterAccountId) refuse(`it debits ${poster}, not the poster ${posterAccountId}`);
+    return poster;
   }
 
   async function createEscrowSchedule(input: EscrowScheduleInput): Promise<{ scheduleId: string; transactionId: string }> {
@@ -96,7 +155,7 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
         kind: 'schedule_create',
         build: () =>
           buildScheduleCreate({
-            scheduled: buildTransferFrom(input.posterAccountId, [{ to: deployment.escrow, amount: BigInt(input.amountTinybars) }], `task ${input.taskId} ${input.purpose}`),
+            scheduled: buildHbarTransfer({ from: input.posterAccountId, to: deployment.escrow, amountTinybars: input.amountTinybars, memo: `task ${input.taskId} ${input.purpose}` }),
             adminKey: operatorKey ?? undefined,
             memo: `task ${input.taskId} ${input.purpose}`,
             expirationTime: new Date(input.expiresAt),
@@ -108,20 +167,27 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
     return { scheduleId: r.receipt.scheduleId, transactionId: r.transactionId };
   }
 
-  async function submitScheduleSign(input: { idempotencyKey: string; scheduleId: string; signedBytes: string }): Promise<ScheduleSignOutcome> {
+  async function submitScheduleSign(input: ScheduleSignInput): Promise<ScheduleSignOutcome> {
+    // older workflows name only the schedule they sign: it is then their one pending schedule
+    const pending = input.pendingScheduleIds ?? [input.scheduleId];
     let transactionId: string;
     try {
       const r = await submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'schedule_sign',
-        build: () => Transaction.fromBytes(Buffer.from(input.signedBytes, 'base64')),
+        checked: async () => {
+          const tx = decodeTransactionBase64(input.signedBytes);
+          const poster = await requireEscrowSchedule(input.scheduleId, input.posterAccountId);
+          return checkScheduleSign(tx, { payer: operatorId, pendingScheduleIds: pending, scheduleId: input.scheduleId }, await accountKey(poster, 'poster'), policy());
+        },
       });
       transactionId = r.transactionId;
     } catch (err) {
+      if (err instanceof TransferCheckError) return ledgerCall('schedule sign', () => Promise.reject(err));
       const le = err instanceof LedgerError ? err : toLedgerError(err);
       // executed by an earlier signature (ours or the poster's own): what counts is its outcome
       if (le.status === 'SCHEDULE_ALREADY_EXECUTED') {
-        const o = await scheduledOutcome(input.scheduleId);
+        const o = await ledgerCall('schedule state', () => scheduledOutcome(input.scheduleId));
         return { transactionId: le.transactionId ?? '', ...o };
       }
       return ledgerCall('schedule sign', () => Promise.reject(le));
@@ -140,44 +206,135 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerAct
         const o = await ledgerCall('schedule state', () => scheduledOutcome(input.scheduleId));
         return { deleted: false, executed: o.executed, gone: false };
       }
-      if (le.status === 'SCHEDULE_ALREADY_DELETED' || le.status === 'INVALID_SCHEDULE_ID') return { deleted: false, executed: false, gone: true };
+      if (le.status === 'SCHEDULE_ALREADY_DELETED') return { deleted: false, executed: false, gone: true };
+      if (le.status === 'INVALID_SCHEDULE_ID') {
+        // purged after its expiry: it may have executed before it expired (its money then sits in escrow)
+        const o = await ledgerCall('schedule state', () => scheduledOutcome(input.scheduleId));
+        return { deleted: false, executed: o.executed, gone: !o.executed };
+      }
       return ledgerCall('schedule delete', () => Promise.reject(le));
     }
   }
 
-  async function payoutEscrow(input: { idempotencyKey: string; taskId: string; claimerAccountId: string; claimerTinybars: string; feeTinybars: string }): Promise<{ transactionId: string }> {
-    const r = await ledgerCall('escrow payout', () =>
-      submitter.submit({
-        idempotencyKey: input.idempotencyKey,
-        kind: 'hbar_transfer',
-        build: () =>
-          buildTransferFrom(
-            deployment.escrow,
-            [
-              { to: input.claimerAccountId, amount: BigInt(input.claimerTinybars) },
-              { to: deployment.treasury, amount: BigInt(input.feeTinybars) },
-            ],
-            `task ${input.taskId} payout`,
-          ),
+  // ---------------------------------------------------------------- what a task holds (issue 19 item 4)
+
+  const escrowNet = (tx: TransferTransaction | undefined): bigint =>
+    (tx?.hbarTransfersList ?? []).filter((t) => t.accountId.toString() === deployment.escrow).reduce((s, t) => s + BigInt(t.amount.toTinybars().toString()), 0n);
+
+  /**
+   * What the escrow holds for a task, from this service's own records of its ledger writes under the
+   * task's workflow id (never from the workflow's input) and the ledger: the task's escrow schedules
+   * that executed with SUCCESS, less every payout and refund recorded for it (pending ones count as
+   * spent). `except` is the write being prepared now.
+   */
+  async function escrowHeld(taskId: string, except: string): Promise<bigint> {
+    const rows = await submissionsWithPrefix(deps.sql, `task:${taskId}/`);
+    const deleted = new Set<string>();
+    for (const r of rows) {
+      if (r.kind !== 'schedule_delete' || r.status !== 'succeeded') continue;
+      const id = (Transaction.fromBytes(new Uint8Array(r.transaction_bytes)) as ScheduleDeleteTransaction).scheduleId;
+      if (id) deleted.add(id.toString());
+    }
+    let held = 0n;
+    for (const r of rows) {
+      if (r.kind === 'schedule_create' && r.status === 'succeeded') {
+        const scheduleId = (r.receipt as { scheduleId?: string } | null)?.scheduleId;
+        if (!scheduleId || deleted.has(scheduleId)) continue; // deleted before it ran
+        const scheduled = (Transaction.fromBytes(new Uint8Array(r.transaction_bytes)) as unknown as { _scheduledTransaction?: TransferTransaction })._scheduledTransaction;
+        const amount = scheduled instanceof TransferTransaction ? escrowNet(scheduled) : 0n;
+        if (amount <= 0n) continue;
+        const o = await scheduledOutcome(scheduleId);
+        if (o.executed) held += amount;
+      } else if (r.kind === 'hbar_transfer' && r.idempotency_key !== except && r.status !== 'failed') {
+        const tx = Transaction.fromBytes(new Uint8Array(r.transaction_bytes));
+        const out = tx instanceof TransferTransaction ? escrowNet(tx) : 0n;
+        if (out < 0n) held += out; // a payout or refund out of the escrow
+      }
+    }
+    return held;
+  }
+
+  /**
+   * Runs a payout or refund of a task with the escrow key, one at a time per task (a PostgreSQL
+   * advisory lock, across workers): the write's key must be the task's own payout or refund key,
+   * and the amount may not exceed what the task holds (escrowHeld). A workflow whose input was
+   * forged can thus move only what its task escrowed, once.
+   */
+  async function guardedEscrowWrite<T>(taskId: string, idempotencyKey: string, step: 'payout' | 'refund', run: (check: (amount: bigint) => Promise<void>) => Promise<T>): Promise<T> {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId) || idempotencyKey !== `task:${taskId}/${step}`) {
+      throw ApplicationFailure.create({ message: `escrow ${step}: ${idempotencyKey} is not the ${step} of task ${taskId}`, type: 'LedgerError.ESCROW_NOT_HELD', nonRetryable: true });
+    }
+    return withTaskEscrowLock(deps.sql, taskId, () =>
+      run(async (amount) => {
+        const held = await escrowHeld(taskId, idempotencyKey);
+        if (amount > held) {
+          const why = `task ${taskId} holds ${held} tinybars in escrow; the ${step} asks ${amount}`;
+          throw new LedgerError('ESCROW_NOT_HELD', why, { phase: 'input', retryable: false, hint: why });
+        }
       }),
+    );
+  }
+
+  async function payoutEscrow(input: { idempotencyKey: string; taskId: string; claimerAccountId: string; claimerTinybars: string; feeTinybars: string }): Promise<{ transactionId: string }> {
+    const legs = [
+      { to: input.claimerAccountId, amountTinybars: BigInt(input.claimerTinybars) },
+      { to: deployment.treasury, amountTinybars: BigInt(input.feeTinybars) },
+    ];
+    const r = await guardedEscrowWrite(input.taskId, input.idempotencyKey, 'payout', (check) =>
+      ledgerCall('escrow payout', () =>
+        submitter.submit({
+          idempotencyKey: input.idempotencyKey,
+          kind: 'hbar_transfer',
+          signers: escrowSigners,
+          build: async () => {
+            await check(legs.reduce((s, l) => s + l.amountTinybars, 0n));
+            return buildHbarTransfer({ from: deployment.escrow, legs, memo: `task ${input.taskId} payout` });
+          },
+        }),
+      ),
     );
     return { transactionId: r.transactionId };
   }
 
   async function refundEscrow(input: { idempotencyKey: string; taskId: string; posterAccountId: string; amountTinybars: string }): Promise<{ transactionId: string }> {
-    const r = await ledgerCall('escrow refund', () =>
-      submitter.submit({
-        idempotencyKey: input.idempotencyKey,
-        kind: 'hbar_transfer',
-        build: () => buildTransferFrom(deployment.escrow, [{ to: input.posterAccountId, amount: BigInt(input.amountTinybars) }], `task ${input.taskId} refund`),
-      }),
+    const r = await guardedEscrowWrite(input.taskId, input.idempotencyKey, 'refund', (check) =>
+      ledgerCall('escrow refund', () =>
+        submitter.submit({
+          idempotencyKey: input.idempotencyKey,
+          kind: 'hbar_transfer',
+          signers: escrowSigners,
+          build: async () => {
+            await check(BigInt(input.amountTinybars));
+            return buildHbarTransfer({ from: deployment.escrow, to: input.posterAccountId, amountTinybars: input.amountTinybars, memo: `task ${input.taskId} refund` });
+          },
+        }),
+      ),
     );
     return { transactionId: r.transactionId };
   }
 
-  async function submitDirectTransfer(input: { idempotencyKey: string; signedBytes: string }): Promise<{ transactionId: string }> {
+  async function submitDirectTransfer(input: { idempotencyKey: string; signedBytes: string } & Partial<DirectPaymentFacts>): Promise<{ transactionId: string }> {
     const r = await ledgerCall('direct payment', () =>
-      submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'hbar_transfer', build: () => Transaction.fromBytes(Buffer.from(input.signedBytes, 'base64')) }),
+      submitter.submit({
+        idempotencyKey: input.idempotencyKey,
+        kind: 'hbar_transfer',
+        checked: async () => {
+          const { taskId, posterAccountId, claimerAccountId, priceTinybars, feeTinybars } = input;
+          if (!taskId || !posterAccountId || !claimerAccountId || priceTinybars === undefined || feeTinybars === undefined) {
+            throw new TransferCheckError('transfers_mismatch', 'the payment names no task facts to check it against', 'Send the complete request again');
+          }
+          const expected = {
+            payer: posterAccountId,
+            claimer: claimerAccountId,
+            treasury: deployment.treasury,
+            priceTinybars: BigInt(priceTinybars),
+            feeTinybars: BigInt(feeTinybars),
+            memo: paymentMemo(taskId),
+          };
+          const tx = decodeTransactionBase64(input.signedBytes);
+          return checkPayment(tx, expected, await accountKey(posterAccountId, 'poster'), policy()).checked;
+        },
+      }),
     );
     return { transactionId: r.transactionId };
   }

@@ -22,12 +22,12 @@ import {
   buildUpdateNftMetadata,
   buildWipeNft,
 } from '../../ledger/operations.js';
-import { findPaymentByTransactionId, markPaymentRefunded } from '../../db/queries/payments.js';
-import { markRequestRefunded } from '../../db/queries/passports.js';
+import { findPaymentByTransactionId, markPaymentFailedIfVerified, markPaymentRefunded } from '../../db/queries/payments.js';
+import { markRequestRefunded, type RequestFailedStep } from '../../db/queries/passports.js';
 import { recordAuditEvents } from '../../db/queries/auditEvents.js';
 import { parseAuditMessage } from '../../domain/auditEvents.js';
-import type { PassportAuditEvent } from '../../workflows/passportIds.js';
-import type { LedgerActivityDeps } from '../index.js';
+import type { AuditMessage } from '../../workflows/contracts/passport.js';
+import type { LedgerServices } from '../../ledger/services.js';
 
 export interface MintPassportInput {
   idempotencyKey: string;
@@ -41,7 +41,7 @@ export interface NftRef {
   transactionId: string;
 }
 
-export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
+export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerServices }) {
   const { deployment, submitter, mirror } = deps.ledger;
   const tokenId = deployment.passportTokenId;
 
@@ -113,9 +113,9 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
   /**
    * Submits a versioned JSON audit message to the audit topic, then writes it to the topic's
    * PostgreSQL projection (GET /audit) under its sequence number; the projection's catch-up reader
-   * (api/auditProjection.ts) adds the consensus timestamp from the mirror later.
+   * (api/passports/auditProjection.ts) adds the consensus timestamp from the mirror later.
    */
-  async function publishAudit(input: { idempotencyKey: string; event: PassportAuditEvent }): Promise<{ transactionId: string; sequenceNumber: number | null }> {
+  async function publishAudit(input: { idempotencyKey: string; event: AuditMessage }): Promise<{ transactionId: string; sequenceNumber: number | null }> {
     const message = JSON.stringify(input.event);
     const r = await ledgerCall('audit', () =>
       submitter.submit({
@@ -166,32 +166,41 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
 
   /**
    * A payment recorded 'verified' (its settlement was never confirmed here) is paid back only when
-   * the ledger shows it succeeded. Not on the mirror yet: retried (PaymentSettlementUnknown) until
-   * 10 minutes after its valid start, when it can no longer reach consensus; then, or when it failed
-   * on the ledger, PaymentNotSettled (final: nothing to refund).
+   * the ledger shows it succeeded. Not on the mirror yet: retried (PaymentSettlementUnknown) until it
+   * can no longer reach consensus: a minute after the end of its validity window when the payment
+   * records it (the mirror's lag), else 10 minutes after its valid start; then, or when it failed on
+   * the ledger, PaymentNotSettled (final: nothing to refund).
    */
-  async function requireSettledOnLedger(transactionId: string): Promise<void> {
+  async function requireSettledOnLedger(transactionId: string, validUntil: Date | null): Promise<void> {
     const onLedger = await ledgerCall('read payment', () => mirror.getTransaction(transactionId));
     if (onLedger?.result === 'SUCCESS') return;
     const validStartMs = Number(/@(\d+)\./.exec(transactionId)?.[1] ?? 0) * 1000;
-    if (!onLedger && Date.now() < validStartMs + 10 * 60_000) {
+    const deadMs = validUntil ? validUntil.getTime() + 60_000 : validStartMs + 10 * 60_000;
+    if (!onLedger && Date.now() < deadMs) {
       throw ApplicationFailure.create({ message: `payment ${transactionId} is not on the ledger yet`, type: 'PaymentSettlementUnknown', nonRetryable: false });
     }
+    // nothing moved and nothing will: the payment is 'failed', so no reconciler pass looks at it again
+    await markPaymentFailedIfVerified(deps.sql, transactionId);
     throw ApplicationFailure.create({ message: `payment ${transactionId} did not succeed on the ledger (${onLedger?.result ?? 'not found'})`, type: 'PaymentNotSettled', nonRetryable: true });
   }
 
   /**
    * Pays a settled payment back (payTo -> payer, the exact amount) and records the refund on the
-   * payment and on the request it paid for. Idempotent per payment.
+   * payment and on the request it paid for (with the step that failed, as data, when given).
+   * Idempotent per payment. A payment that never moved (failed, or verified and not on the ledger
+   * once it can no longer get there) is PaymentNotSettled: nothing to refund.
    */
-  async function refundPayment(input: { paymentTransactionId: string; reason: string }): Promise<{ refundTransactionId: string; payer: string; amountTinybars: string }> {
+  async function refundPayment(input: { paymentTransactionId: string; reason: string; failedStep?: RequestFailedStep }): Promise<{ refundTransactionId: string; payer: string; amountTinybars: string }> {
     const payment = await findPaymentByTransactionId(deps.sql, input.paymentTransactionId);
     if (!payment) throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} is not recorded`, type: 'PaymentNotFound', nonRetryable: true });
     if (payment.status === 'refunded' && payment.refund_transaction_id) {
-      await markRequestRefunded(deps.sql, input.paymentTransactionId, payment.refund_transaction_id, input.reason);
+      await markRequestRefunded(deps.sql, input.paymentTransactionId, payment.refund_transaction_id, input.reason, input.failedStep);
       return { refundTransactionId: payment.refund_transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
     }
-    if (payment.status === 'verified') await requireSettledOnLedger(input.paymentTransactionId);
+    if (payment.status === 'failed') {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} was never settled (failed)`, type: 'PaymentNotSettled', nonRetryable: true });
+    }
+    if (payment.status === 'verified') await requireSettledOnLedger(input.paymentTransactionId, payment.valid_until);
     const r = await ledgerCall('refund', () =>
       submitter.submit({
         idempotencyKey: `refund:${input.paymentTransactionId}`,
@@ -200,7 +209,7 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerA
       }),
     );
     await markPaymentRefunded(deps.sql, input.paymentTransactionId, r.transactionId);
-    await markRequestRefunded(deps.sql, input.paymentTransactionId, r.transactionId, input.reason);
+    await markRequestRefunded(deps.sql, input.paymentTransactionId, r.transactionId, input.reason, input.failedStep);
     return { refundTransactionId: r.transactionId, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
   }
 

@@ -8,11 +8,11 @@ import type { Sql } from 'postgres';
 import type { RegistrySponsoredMessage } from '../../domain/registry.js';
 import { buildTopicMessage } from '../../ledger/operations.js';
 import { markSponsoredFailed, recordSponsoredWrite } from '../../db/queries/registryKeys.js';
-import type { LedgerActivityDeps } from '../index.js';
+import type { LedgerServices } from '../../ledger/services.js';
 import type { TopicWrite } from './directory.js';
 import { ledgerCall } from './ledgerCall.js';
 
-export function createRegistryActivities(deps: { sql: Sql; ledger: LedgerActivityDeps }) {
+export function createRegistryActivities(deps: { sql: Sql; ledger: LedgerServices }) {
   const { sql } = deps;
   const { deployment, submitter } = deps.ledger;
 

@@ -5,7 +5,7 @@
  */
 import type { PublicKey } from '@hashgraph/sdk';
 import type { MirrorClient } from '../../ledger/mirror.js';
-import { publicKeyFromMirror } from '../../ledger/keys.js';
+import { publicKeyFromMirror } from '@agent-passport/core/keys';
 
 export interface AccountKeyResolver {
   /** The account's single public key; null when the account does not exist or has no single key. */

@@ -9,7 +9,7 @@
  */
 import type { AccountKeyResolver } from './accountKeys.js';
 import { ApiError } from '../errors.js';
-import { parsePrivateKey, type PrivateKey, type PublicKey } from '../../ledger/keys.js';
+import { parsePrivateKey, type PrivateKey, type PublicKey } from '@agent-passport/core/keys';
 
 /**
  * The account's single public key. 503 service_unavailable when the mirror cannot be read;

@@ -40,6 +40,20 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
 };
 
 /**
+ * PostgreSQL cannot serve now (the server refuses connections, is out of connection slots, is shutting
+ * down or restarting, or the connection broke): the request is answered 503 service_unavailable, which
+ * the client may retry, instead of a 500. SQLSTATE class 08 (connection exception), 53300
+ * (too_many_connections), 57P01-57P03 (admin shutdown, crash shutdown, cannot connect now), and the
+ * `postgres` package's own connection codes.
+ */
+const DATABASE_UNAVAILABLE = new Set(['53300', '57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'CONNECT_TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED']);
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (DATABASE_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code));
+}
+
+/**
  * Fastify's `frameworkErrors`: a path whose percent-encoding cannot be decoded, or a path parameter
  * over the router's length limit, never reaches routing or hooks. It is answered 400 in the error
  * schema, after being counted by the rate limit like any other request.
@@ -86,6 +100,10 @@ export default fp(async function errorHandler(app: FastifyInstance, opts: { body
     if (error.validation) {
       const hint = describeValidation(error.validationContext, error.validation as ValidationIssue[]);
       return reply.code(400).send(errorBody('invalid_request', 'Invalid request', hint));
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: error }, 'database unavailable');
+      return reply.code(503).send(errorBody('service_unavailable', 'The database is unavailable', 'Retry after 30 seconds'));
     }
     if (isResponseSerializationError(error)) {
       request.log.error({ err: error }, 'response did not match its schema');

@@ -10,6 +10,23 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 
 export const API_VERSION = '0.13.0';
 
+/** The Location header of every documented 202 request_pending answer (api/schemas/common.ts pendingBodySchema). */
+export const PENDING_LOCATION_HEADER = {
+  type: 'string',
+  description: 'The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId})',
+} as const;
+
+/** Adds the Location header to a route's documented 202 answer. */
+function withPendingLocation<T extends { schema: unknown }>(transformed: T): T {
+  const response = (transformed.schema as { response?: Record<string, Record<string, unknown>> } | undefined)?.response;
+  const pending = response?.['202'];
+  if (pending) {
+    pending.headers = { location: PENDING_LOCATION_HEADER };
+    pending.description = 'request_pending: accepted and still running; poll the Location';
+  }
+  return transformed;
+}
+
 export default fp(async function openapiPlugin(app: FastifyInstance, opts: { publicBaseUrl?: string }) {
   await app.register(swagger, {
     openapi: {
@@ -28,7 +45,7 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { pub
         { name: 'events', description: 'Indexed chain events' },
       ],
     },
-    transform: jsonSchemaTransform,
+    transform: (document) => withPendingLocation(jsonSchemaTransform(document)),
     transformObject: jsonSchemaTransformObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });

@@ -4,6 +4,9 @@
  * the three headers are present (auth_header_missing), the DID is a ledger DID of this network whose
  * account key the mirror knows (auth_did_unresolved; a mirror that cannot be reached is 503
  * service_unavailable), the signature over the challenge verifies (auth_signature_invalid), the
+ * challenge is of the documented form (@agent-passport/core/signInChallenge, packages/core/src/signInChallenge.ts) and names this service's origin
+ * when PUBLIC_BASE_URL gives it (auth_challenge_origin_mismatch; without it, development and tests,
+ * the only origin to compare with would be the client's own Host header, so none is compared), the
  * challenge was issued for that DID and is unused and unexpired (auth_challenge_expired), and the
  * DID equals the one the request names (auth_did_mismatch, 403). On success
  * request.auth = { did, accountId, keyType }.
@@ -18,9 +21,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Sql } from 'postgres';
-import { parseHederaDid } from '../../domain/did.js';
+import { parseHederaDid } from '@agent-passport/core/did';
 import { consumeChallenge, isChallengeUsable } from '../../db/queries/authChallenges.js';
-import { keyTypeOf, verifySignature } from '../../ledger/keys.js';
+import { originOf, parseChallenge } from '@agent-passport/core/signInChallenge';
+import { keyTypeOf, verifySignature } from '@agent-passport/core/keys';
 import type { AccountKeyResolver } from '../auth/accountKeys.js';
 import { ApiError, echo } from '../errors.js';
 
@@ -66,7 +70,9 @@ function decodeChallenge(raw: string): string {
   }
 }
 
-export default fp(async function signedRequestPlugin(app: FastifyInstance, opts: { sql: Sql; keys: AccountKeyResolver; network: string }) {
+export default fp(async function signedRequestPlugin(app: FastifyInstance, opts: { sql: Sql; keys: AccountKeyResolver; network: string; publicBaseUrl?: string }) {
+  /** the origin every challenge must name (PUBLIC_BASE_URL's), when configured */
+  const origin = opts.publicBaseUrl ? originOf(opts.publicBaseUrl) : null;
   app.decorate('signedRequest', (expectedDid?: (request: FastifyRequest) => string | undefined, guardOpts: SignedRequestOptions = {}) => {
     return async (request: FastifyRequest) => {
       const did = header(request, DID_HEADER);
@@ -94,6 +100,15 @@ export default fp(async function signedRequestPlugin(app: FastifyInstance, opts:
       const challenge = decodeChallenge(challengeRaw!);
       if (!verifySignature(key, challenge, signature!)) {
         throw new ApiError('auth_signature_invalid', 'Signature does not verify with the account key', { hint: 'Sign the exact UTF-8 challenge string with the account key and send the signature as hex' });
+      }
+      const issued = parseChallenge(challenge);
+      if (!issued || issued.did !== did) {
+        throw new ApiError('auth_challenge_expired', 'The challenge is not one this service issued for this DID', { hint: `Fetch a new challenge from GET /auth/challenge?did=${did}` });
+      }
+      if (origin && issued.origin !== origin) {
+        throw new ApiError('auth_challenge_origin_mismatch', `The challenge was issued for ${issued.origin}, not for this service (${origin})`, {
+          hint: `Sign only challenges that name the service you call: GET /auth/challenge?did=${did} on ${origin}`,
+        });
       }
       const consume = guardOpts.consume?.(request) ?? true;
       const usable = consume ? await consumeChallenge(opts.sql, challenge, did!) : await isChallengeUsable(opts.sql, challenge, did!);

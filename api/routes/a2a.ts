@@ -4,17 +4,18 @@
  *   POST /a2a/send-with-key  the sender's key signs in this process (memory only); the sender pays
  *   POST /a2a/send-signed    the client's own signed TopicMessageSubmitTransaction bytes, checked
  *                            for exactly the expected effect before anything is submitted
- *   POST /a2a/send           deprecated: the operator pays (DID signature headers required)
+ *   POST /a2a/send           deprecated: the operator pays (DID signature headers required), within a
+ *                            daily byte budget per sender (api/a2a/operatorBudget.ts)
  *   GET  /a2a/inbox?did=     messages to a DID, newest first
  *   GET  /a2a/conversation?a=&b=  both directions, oldest first
  *
  * Every send ends in the same place: the signed chunk transactions (never a key) go to the
  * a2aMessage workflow, which submits them in order through the idempotent submitter and records
- * the message in the a2a_messages projection once the mirror shows it.
+ * the message in the a2a_messages projection once the mirror shows it. Who may send, the signing
+ * and the checks of client bytes, and the delivery are api/a2a/messages.ts; this file is HTTP only.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { PublicKey } from '@hashgraph/sdk';
 import type { AppContext } from '../context.js';
 import { ApiError, echo } from '../errors.js';
 import { errorResponses } from '../schemas/common.js';
@@ -28,37 +29,12 @@ import {
   a2aSendSignedBodySchema,
   a2aSendWithKeyBodySchema,
 } from '../schemas/a2a.js';
-import {
-  A2A_CHUNK_BYTES,
-  A2A_MAX_BODY_BYTES,
-  A2A_REQUEST_LIMIT_BYTES,
-  decodeEnvelope,
-  encodeEnvelope,
-  envelopeMismatches,
-  envelopeOf,
-  isBodyTooLarge,
-} from '../../domain/a2a.js';
-import { parseHederaDid, type HederaDid } from '../../domain/did.js';
-import { listPassportsByAccount } from '../../db/queries/passports.js';
-import { heldActivePassport } from '../heldPassport.js';
+import { A2A_MAX_BODY_BYTES, A2A_REQUEST_LIMIT_BYTES, envelopeOf, isBodyTooLarge } from '@agent-passport/core/a2a';
+import { parseHederaDid } from '@agent-passport/core/did';
 import { listConversation, listInbox, type A2aMessageRow } from '../../db/queries/a2aMessages.js';
-import { clientNodeAccountIds } from '../../ledger/client.js';
-import { parsePrivateKey, parsePublicKey } from '../../ledger/keys.js';
-import { accountPublicKey, requireOwnPrivateKey } from '../auth/ownKey.js';
-import { toMirrorTransactionId } from '../../ledger/mirror.js';
-import {
-  addChunkSignatures,
-  allChunksSignedBy,
-  checkTopicSubmission,
-  decodeTopicSubmission,
-  signTopicMessage,
-  splitChunks,
-  TopicSubmissionError,
-  type DecodedSubmission,
-} from '../../ledger/topicSubmission.js';
-import { a2aMessageWorkflowId, type A2aMessageResult } from '../../workflows/a2aMessage.js';
-import { passportState, scopedWorkflowId } from '../passportState.js';
-import { isPending, pendingReply, startOrAttach, waitForResult } from '../workflowCalls.js';
+import type { DecodedSubmission } from '../../ledger/topicSubmission.js';
+import { pendingReply } from '../workflowCalls.js';
+import { a2aMessages, SEND_SIGNED_RECIPE, type A2aMessageFields } from '../a2a/messages.js';
 
 /** RFC 9745 Deprecation (a structured-field date: 2026-01-01T00:00:00Z) and RFC 8288 successor links. */
 export const SEND_DEPRECATION = '@1767225600';
@@ -67,20 +43,6 @@ export const SEND_SUCCESSOR_LINK = '</a2a/send-with-key>; rel="successor-version
 export const A2A_SIGNED_REQUEST_LIMIT_BYTES = 1024 * 1024;
 
 const TOO_LARGE_HINT = `Send at most ${A2A_MAX_BODY_BYTES} bytes of body; store larger payloads elsewhere and send a link`;
-
-export const SEND_SIGNED_RECIPE = [
-  'Build the transaction with the Hedera SDK, exactly like this (JavaScript shown; any SDK works):',
-  '1. envelope = UTF-8 bytes of JSON {"v":1,"type":"a2a.message","from":FROM,"to":TO,"contentType":CT,"body":BODY}',
-  '   (these keys only; contentType defaults to text/plain; from, to, body and contentType must equal the request fields).',
-  '2. tx = new TopicMessageSubmitTransaction().setTopicId(A2A_TOPIC).setMessage(envelope).setChunkSize(1024)',
-  '   .setMaxChunks(Math.ceil(envelope.length / 1024)).setNodeAccountIds([NODE]).setTransactionId(TransactionId.generate(SENDER_ACCOUNT)).freeze();',
-  '   A2A_TOPIC is topics.a2a and NODE the node account id (GET /.well-known/x402.json and .data/localnet.json name them; localnet: 0.0.3).',
-  '3. await tx.sign(senderPrivateKey); txBytes = base64(tx.toBytes()). Messages over 1024 bytes are several chunk transactions: send them all in one txBytes.',
-  '   Alternatively send unsigned txBytes plus signature (hex, one per chunk, over each chunk body) and publicKey.',
-  'Send within about 100 s of freezing (the transaction is valid 120 s). The server checks: exactly one message to the a2a topic,',
-  'payer = the sender account, frozen for our node(s), valid chunk_info, the envelope naming from and to, the sender key signing every chunk;',
-  'anything else is 400 or 403 and nothing is submitted.',
-].join('\n');
 
 function toMessage(r: A2aMessageRow) {
   return {
@@ -100,13 +62,9 @@ function conversationUrl(a: string, b: string): string {
 }
 
 const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const ledger = ctx.ledger!;
   const sql = ctx.sql!;
-  const { network, topics, operator } = ledger.deployment;
-  const topicId = topics.a2a;
-  const nodeAccountIds = clientNodeAccountIds(ledger.client).map((n) => n.toString());
-  /** The node a message built in this process is frozen for. */
-  const buildNode = ledger.deployment.node?.accountId ?? nodeAccountIds[0];
+  const messages = a2aMessages(ctx, app.workflowSettings);
+  const { network, topicId } = messages;
 
   const tooLarge = () => new ApiError('a2a_message_too_large', `The message body is over ${A2A_MAX_BODY_BYTES} bytes`, { hint: TOO_LARGE_HINT });
   /** Bodies over the route's byte limit are the same condition as a body over 256 KB. */
@@ -115,66 +73,11 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
     throw error;
   };
 
-  function parseParty(did: string, role: 'from' | 'to'): HederaDid {
-    const parsed = parseHederaDid(did);
-    if (!parsed) throw new ApiError('invalid_request', `${role} ${echo(did)} is not a DID`, { hint: `Use did:hedera:${network}:<accountId>` });
-    if (parsed.network !== network) {
-      if (role === 'to') throw new ApiError('a2a_recipient_not_found', `Recipient ${echo(did)} is not on ${network}`, { hint: `Recipients are did:hedera:${network}:<accountId> with a passport` });
-      throw new ApiError('invalid_request', `Sender ${echo(did)} is not on ${network}`, { hint: `Use did:hedera:${network}:<accountId>` });
-    }
-    return parsed;
-  }
-
-  /** The party's passport is active in the projection and its NFT is still held by the party on the ledger. */
-  const hasActivePassport = async (party: HederaDid): Promise<boolean> => (await heldActivePassport(ctx, party.accountId)) !== null;
-
-  /** 403 for a sender or recipient without an active passport; 404 for a recipient that never had one. */
-  async function checkParties(from: string, to: string): Promise<{ sender: HederaDid; recipient: HederaDid }> {
-    const sender = parseParty(from, 'from');
-    const recipient = parseParty(to, 'to');
-    if (!(await hasActivePassport(sender))) {
-      throw new ApiError('passport_not_found', `Sender ${from} has no active passport (missing or revoked)`, { status: 403, hint: 'Request a passport (POST /passport/request) before sending' });
-    }
-    if (!(await hasActivePassport(recipient))) {
-      const ever = (await listPassportsByAccount(sql, recipient.accountId)).some((p) => p.network === network);
-      if (!ever) throw new ApiError('a2a_recipient_not_found', `Recipient ${to} has no passport and no inbox`, { hint: `Check the recipient (GET /agents/${to})` });
-      throw new ApiError('passport_not_found', `Recipient ${to} has no active passport (revoked)`, { status: 403, hint: 'Messages go only to agents with an active passport' });
-    }
-    return { sender, recipient };
-  }
-
-  /** Starts (or attaches to) the message's workflow with the signed chunks and answers the message. */
-  async function deliver(reply: FastifyReply, msg: { from: string; to: string; body: string; contentType?: string }, sub: DecodedSubmission) {
-    const state = passportState(ctx);
-    const messageId = toMirrorTransactionId(sub.transactionId);
-    const workflowId = scopedWorkflowId(state, a2aMessageWorkflowId(sub.transactionId));
-    const chunks = splitChunks(sub).map((b) => Buffer.from(b).toString('base64'));
-    const handle = await startOrAttach(ctx, 'a2aMessage', workflowId, { messageId, transactionId: sub.transactionId, chunks, timings: state.timings });
-    let result: Awaited<ReturnType<typeof waitForResult<A2aMessageResult>>>;
-    try {
-      result = await waitForResult<A2aMessageResult>(handle, state.workflowWaitMs);
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 'execution_failed') {
-        throw new ApiError('execution_failed', 'The message could not be submitted to the topic', { hint: `Retry the request; workflow ${workflowId}` });
-      }
-      throw err;
-    }
-    const links = {
-      inbox: { href: `/a2a/inbox?did=${encodeURIComponent(msg.to)}` },
-      conversation: { href: conversationUrl(msg.from, msg.to) },
-    };
-    if (isPending(result)) return pendingReply(reply, workflowId, conversationUrl(msg.from, msg.to));
-    if (result.status === 'refused') {
-      const s = result.ledgerStatus;
-      if (s === 'INSUFFICIENT_PAYER_BALANCE' || s === 'INSUFFICIENT_ACCOUNT_BALANCE') {
-        throw new ApiError('invalid_request', `The ledger refused the message: ${s}`, { hint: 'Fund the paying account and send again' });
-      }
-      if (s === 'TRANSACTION_EXPIRED' || s === 'INVALID_TRANSACTION_START') {
-        throw new ApiError('invalid_request', `The ledger refused the message: ${s}`, { hint: 'Build and sign a new transaction and send it at once' });
-      }
-      if (s === 'INVALID_SIGNATURE') throw new ApiError('invalid_request', 'The ledger refused the message: INVALID_SIGNATURE', { hint: "Sign every chunk with the sender account's key" });
-      throw new ApiError('execution_failed', `The ledger refused the message: ${s}`, { hint: 'Retry the request' });
-    }
+  /** Delivers the signed message and answers it (202 with the conversation to poll while it runs). */
+  async function deliver(reply: FastifyReply, msg: A2aMessageFields, sub: DecodedSubmission) {
+    const outcome = await messages.deliver(sub);
+    if ('pending' in outcome) return pendingReply(reply, outcome.pending, conversationUrl(msg.from, msg.to));
+    const result = outcome.delivered;
     return {
       id: result.id,
       from: msg.from,
@@ -186,7 +89,10 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
       transactionId: result.transactionId,
       chunks: result.chunks,
       topicId,
-      _links: links,
+      _links: {
+        inbox: { href: `/a2a/inbox?did=${encodeURIComponent(msg.to)}` },
+        conversation: { href: conversationUrl(msg.from, msg.to) },
+      },
     };
   }
 
@@ -212,10 +118,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
     async (request, reply) => {
       const { senderPrivateKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      const { sender } = await checkParties(msg.from, msg.to);
-      const key = await requireOwnPrivateKey(ledger.keys, sender, senderPrivateKey, 'senderPrivateKey', 'sender');
-      const sub = await signTopicMessage({ topicId, message: encodeEnvelope(envelopeOf(msg)), payerAccountId: sender.accountId, nodeAccountIds: [buildNode], key, chunkSize: A2A_CHUNK_BYTES });
-      return deliver(reply, msg, sub);
+      return deliver(reply, msg, await messages.signWithSenderKey(msg, senderPrivateKey));
     },
   );
 
@@ -239,36 +142,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
     async (request, reply) => {
       const { txBytes, signature, publicKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      const { sender } = await checkParties(msg.from, msg.to);
-      const key = await accountPublicKey(ledger.keys, sender.accountId, 'sender');
-      let sub: DecodedSubmission;
-      try {
-        sub = decodeTopicSubmission(Uint8Array.from(Buffer.from(txBytes, 'base64')));
-        checkTopicSubmission(sub, { topicId, payerAccountId: sender.accountId, nodeAccountIds, now: Date.now() });
-        if (signature !== undefined) {
-          if (!publicKey) throw new TopicSubmissionError(400, 'signature needs publicKey', 'Send the public key that made the signature');
-          let given: PublicKey;
-          try {
-            given = parsePublicKey(publicKey);
-          } catch {
-            throw new TopicSubmissionError(400, 'publicKey could not be parsed', 'Send the key as DER hex or raw hex');
-          }
-          if (given.toStringRaw() !== key.toStringRaw()) throw new TopicSubmissionError(403, `publicKey is not the key of ${msg.from}`, "Sign with the sender account's key");
-          addChunkSignatures(sub, key, Array.isArray(signature) ? signature : [signature]);
-        }
-        const envelope = decodeEnvelope(sub.message);
-        if (!envelope) throw new TopicSubmissionError(400, 'the transaction message is not an A2A envelope', 'The message must be the JSON envelope {"v":1,"type":"a2a.message",from,to,contentType,body}');
-        const differ = envelopeMismatches(envelope, msg);
-        if (differ.length) throw new TopicSubmissionError(400, `the envelope differs from the request in ${differ.join(', ')}`, 'Submit exactly the envelope of this request');
-        if (!allChunksSignedBy(sub, key)) {
-          throw new TopicSubmissionError(400, `the transaction is not validly signed by the key of ${msg.from}`, "Sign every chunk with the sender account's key after freezing, and do not change the bytes afterwards");
-        }
-      } catch (err) {
-        if (err instanceof TopicSubmissionError) {
-          throw new ApiError(err.status === 403 ? 'auth_did_mismatch' : 'invalid_request', err.message, { hint: err.hint ?? SEND_SIGNED_RECIPE.split('\n')[0] });
-        }
-        throw err;
-      }
+      const sub = await messages.checkSignedSubmission(msg, { txBytes, ...(signature !== undefined ? { signature } : {}), ...(publicKey !== undefined ? { publicKey } : {}) });
       return deliver(reply, msg, sub);
     },
   );
@@ -290,25 +164,18 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
         summary: 'Deprecated: send a message paid by the service operator',
         description:
           'Deprecated in favour of POST /a2a/send-with-key and POST /a2a/send-signed (Deprecation and Link headers on every answer). ' +
-          'DID signature headers are required and the signed DID must be `from`; the service operator pays and signs the topic message.',
+          'DID signature headers are required and the signed DID must be `from`; the service operator pays and signs the topic message, ' +
+          'within a budget of A2A_OPERATOR_DAILY_BYTES envelope bytes per sender per UTC day (default 65536), shared by every instance: over it, ' +
+          '429 a2a_operator_budget_exceeded with X-RateLimit-Limit/Remaining (bytes), X-RateLimit-Reset (next UTC midnight) and Retry-After. The sender-paid routes have no such budget.',
         body: a2aSendBodySchema,
-        response: sendResponses,
+        response: { ...sendResponses, ...errorResponses(429) },
       },
       preHandler: app.signedRequest((request) => (request.body as { from: string }).from),
     },
     async (request, reply) => {
       const msg = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      await checkParties(msg.from, msg.to);
-      const sub = await signTopicMessage({
-        topicId,
-        message: encodeEnvelope(envelopeOf(msg)),
-        payerAccountId: operator.accountId,
-        nodeAccountIds: [buildNode],
-        key: parsePrivateKey(operator.privateKey),
-        chunkSize: A2A_CHUNK_BYTES,
-      });
-      return deliver(reply, msg, sub);
+      return deliver(reply, msg, await messages.signAsOperator(msg));
     },
   );
 

@@ -1,28 +1,19 @@
 /**
  * POST /admin/revoke (admin token): revokes a passport through the passportRevoke workflow
- * (wipe from the owner, passport.revoked audit message, projection). 404 when missing, 409
- * passport_already_revoked when already revoked or a revocation is running; 202 request_pending
- * when the workflow has not finished within the bounded wait.
+ * (api/passports/revoke.ts: wipe from the owner, passport.revoked audit message, projection). 404
+ * when missing, 409 passport_already_revoked when already revoked or a revocation is running; 202
+ * request_pending when the workflow has not finished within the bounded wait.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { AppContext } from '../context.js';
-import { ApiError } from '../errors.js';
 import { requireAdmin } from '../plugins/adminAuth.js';
 import { errorResponses } from '../schemas/common.js';
 import { revokeBodySchema, revokeResultSchema } from '../schemas/passports.js';
-import { findPassport } from '../../db/queries/passports.js';
-import { passportRevokeWorkflowId } from '../../workflows/passportIds.js';
-import type { PassportRevokeInput, PassportRevokeResult } from '../../workflows/passportRevoke.js';
-import { passportState, scopedWorkflowId } from '../passportState.js';
-import { passportChanged } from '../passportCache.js';
-import { notFound, parsePassportIds, passportLinks } from '../passportViews.js';
-import { isPending, pendingReply, waitForResult } from '../workflowCalls.js';
+import { parsePassportIds, passportLinks } from '../passports/views.js';
+import { revokePassport } from '../passports/revoke.js';
+import { pendingReply } from '../workflowCalls.js';
 
 const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const sql = ctx.sql!;
-  const state = passportState(ctx);
-
   app.post(
     '/admin/revoke',
     {
@@ -36,39 +27,9 @@ const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
     },
     async (request, reply) => {
       const ids = parsePassportIds(request.body.tokenId, request.body.serial);
-      const passport = await findPassport(sql, ids.tokenId, ids.serial);
-      if (!passport) throw notFound(ids.tokenId, ids.serial);
-      const already = () =>
-        new ApiError('passport_already_revoked', `Passport ${ids.tokenId}/${ids.serial} is already revoked`, {
-          hint: passport.revoked_at ? `It was revoked at ${passport.revoked_at.toISOString()}` : 'A revocation is in progress',
-        });
-      if (passport.revoked_at) throw already();
-      if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
-      let client;
-      try {
-        client = await ctx.temporal();
-      } catch {
-        throw new ApiError('service_unavailable', 'The workflow service is unavailable', { hint: 'Retry after 30 seconds' });
-      }
-      const workflowId = scopedWorkflowId(state, passportRevokeWorkflowId(ids.tokenId, ids.serial));
-      const input: PassportRevokeInput = {
-        tokenId: ids.tokenId,
-        serial: ids.serial,
-        accountId: passport.account_id,
-        did: passport.did,
-        ...(request.body.reason ? { reason: request.body.reason } : {}),
-        ...(state.timings ? { timings: state.timings } : {}),
-      };
-      let handle;
-      try {
-        handle = await client.workflow.start('passportRevoke', { taskQueue: ctx.config.TEMPORAL_TASK_QUEUE, workflowId, args: [input] });
-      } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) throw already();
-        throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry after 30 seconds' });
-      }
-      const r = await waitForResult<PassportRevokeResult>(handle, state.workflowWaitMs);
-      await passportChanged(sql, ids.tokenId, ids.serial);
-      if (isPending(r)) return pendingReply(reply, workflowId, `/passport/${ids.tokenId}/${ids.serial}`);
+      const outcome = await revokePassport(ctx, app.workflowSettings, { ...ids, ...(request.body.reason ? { reason: request.body.reason } : {}) });
+      if ('pending' in outcome) return pendingReply(reply, outcome.pending, `/passport/${ids.tokenId}/${ids.serial}`);
+      const r = outcome.revoked;
       return {
         revoked: true as const,
         tokenId: r.tokenId,
@@ -76,7 +37,7 @@ const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
         did: r.did,
         reason: r.reason,
         revokedAt: r.revokedAt,
-        _links: { owner: passportLinks(r.tokenId, r.serialNumber, r.did, passport.account_id).owner, audit: { href: `/audit/${r.tokenId}/${r.serialNumber}` } },
+        _links: { owner: passportLinks(r.tokenId, r.serialNumber, r.did, outcome.owner).owner, audit: { href: `/audit/${r.tokenId}/${r.serialNumber}` } },
       };
     },
   );

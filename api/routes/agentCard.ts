@@ -8,6 +8,8 @@ import { BaseError, ContractFunctionRevertedError, getAddress, type Address } fr
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { errorResponses } from '../schemas/common.js';
+import { marketRecordSchema } from '../schemas/agents.js';
+import { useMarketRecords, type MarketRecords } from '../market/records.js';
 import { agentPassportAbi } from '../../evm/abis.js';
 import { createEvmPublicClient, type EvmPublicClient } from '../../evm/clients.js';
 
@@ -23,6 +25,9 @@ export const agentCardSchema = z
     issuedAt: z.string().describe('ISO 8601 time of issue'),
     revoked: z.boolean(),
     metadataUri: z.string(),
+    marketplace: marketRecordSchema
+      .optional()
+      .describe('The marketplace record (from the marketplace topic) of the Hedera account this address belongs to (alias or long-zero address); absent when this service keeps no marketplace'),
   })
   .meta({ id: 'AgentCard' });
 
@@ -57,8 +62,47 @@ function evmFromConfig(ctx: AppContext): AgentCardEvm | undefined {
   };
 }
 
+/** Address -> Hedera DID answers kept per process (an account's EVM address never changes); bounded. */
+const LEDGER_DIDS_MAX = 10_000;
+
+/**
+ * The marketplace record of a card: tasks are posted and claimed by Hedera DIDs, so the record is
+ * that of the Hedera account the card's address belongs to (the mirror resolves an EVM address, alias
+ * or long-zero, to its account), else that of the card's own DID (empty).
+ */
+function marketplaceOfCards(ctx: AppContext, records: MarketRecords) {
+  const ledgerDids = new Map<string, string | null>();
+  const ledgerDidOf = async (address: Address): Promise<string | null> => {
+    const known = ledgerDids.get(address);
+    if (known !== undefined) return known;
+    const ledger = ctx.ledger;
+    if (!ledger) return null;
+    let did: string | null = null;
+    try {
+      const account = await ledger.mirror.getAccount(address);
+      did = account && !account.deleted ? `did:hedera:${ledger.deployment.network}:${account.account}` : null;
+    } catch {
+      return null; // the mirror cannot answer now: the card's own record, and ask again next time
+    }
+    if (ledgerDids.size >= LEDGER_DIDS_MAX) ledgerDids.delete(ledgerDids.keys().next().value!);
+    ledgerDids.set(address, did);
+    return did;
+  };
+  return async (did: string, address: Address) => {
+    try {
+      await records.ready(5_000);
+    } catch {
+      throw new ApiError('service_unavailable', 'The marketplace records are still loading', { hint: 'Retry after 30 seconds' });
+    }
+    return records.viewOf((await ledgerDidOf(address)) ?? did);
+  };
+}
+
 const agentCardRoutes: FastifyPluginAsyncZod<AgentCardRoutesOptions> = async (app, opts) => {
   const evm = opts.evm ?? evmFromConfig(opts.ctx);
+  // the marketplace record of the card's DID, from memory (NOTIFY-fed), where the service keeps tasks
+  const records = opts.ctx.sql ? useMarketRecords(app, opts.ctx.sql) : null;
+  const marketplaceOf = records ? marketplaceOfCards(opts.ctx, records) : null;
 
   app.get(
     '/api/agent/:did/card',
@@ -115,6 +159,7 @@ const agentCardRoutes: FastifyPluginAsyncZod<AgentCardRoutesOptions> = async (ap
           issuedAt: new Date(Number(issuedAt) * 1000).toISOString(),
           revoked,
           metadataUri,
+          ...(marketplaceOf ? { marketplace: await marketplaceOf(did, parsed.address) } : {}),
         };
       } catch (err) {
         if (err instanceof ApiError) throw err;

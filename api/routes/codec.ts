@@ -50,7 +50,9 @@ export function codecTrusts(config: Config, request: FastifyRequest): boolean {
 const codecRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const key = ctx.config.PAYLOAD_CODEC_KEY;
   if (!key) return;
-  const codec = new AesGcmPayloadCodec(key);
+  // Display only: an unencrypted payload in history (written in development, or injected) is shown as
+  // it is stored; the worker and the API's client refuse it (temporal/codec.ts).
+  const codec = new AesGcmPayloadCodec(key, { acceptPlaintext: true });
   const guard = async (request: FastifyRequest) => {
     if (!codecTrusts(ctx.config, request)) refuseNonAdmin(request);
   };

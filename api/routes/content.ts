@@ -6,8 +6,7 @@
  * by the trust rule routes (api/routes/rules.ts) and linked from the navigation.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppContext } from '../context.js';
-import { publicBase } from '../passportViews.js';
+import { publicBase, type AppContext } from '../context.js';
 import { ContentRenderer, PAGES } from '../../content/pages.js';
 import contactRoutes, { CONTACT_LIMITS } from './contact.js';
 

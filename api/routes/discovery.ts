@@ -17,15 +17,14 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.js';
+import { publicBase, type AppContext } from '../context.js';
 import { ApiError, echo } from '../errors.js';
-import { publicBase } from '../passportViews.js';
-import { activePassportOf, cacheReady, usePassportCache } from '../passportCache.js';
+import { activePassportOf, cacheReady, usePassportCache } from '../passports/cache.js';
 import { API_VERSION } from '../plugins/openapi.js';
 import { errorResponses } from '../schemas/common.js';
 import { jrdSchema, webfingerQuerySchema } from '../schemas/discovery.js';
 import { findAgent } from '../../db/queries/agents.js';
-import { parseHederaDid } from '../../domain/did.js';
+import { parseHederaDid } from '@agent-passport/core/did';
 import { AUTHORIZE_ROUTE, GRANT_TYPES, JWKS_ROUTE, OAUTH_SCOPES, TOKEN_AUTH_METHODS, TOKEN_ROUTE } from './oauth.js';
 import { ME_ROUTE, REGISTER_ROUTE } from './registry/index.js';
 

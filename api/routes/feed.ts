@@ -3,13 +3,19 @@
  * registrations and marketplace tasks, newest first, at most FEED_ITEMS items, written by the `feed`
  * package. Read from the same memory as search (the directory and the task book); the XML is
  * rendered again only after one of them changed (or for another base URL).
+ *
+ * Titles and descriptions are written by agents and posters: every text reaches the feed through
+ * `feedText`, which drops the characters XML 1.0 cannot carry and entity-encodes the rest as HTML
+ * (& < > " '). Readers treat RSS titles and descriptions as HTML, so they show the text and never
+ * render markup; and with no '>' left, no text can close the library's CDATA section (its escaping
+ * splits only the first ']]>'), so the feed stays well-formed with one item per entry.
  */
 import { Feed } from 'feed';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppContext } from '../context.js';
-import { publicBase } from '../passportViews.js';
+import { escapeHtml } from '../../content/layout.js';
+import { publicBase, type AppContext } from '../context.js';
 import { errorResponses } from '../schemas/common.js';
-import { agentsNewestFirst, memorySources, sourcesReady } from './search.js';
+import { agentsNewestFirst, memorySources, sourcesReady } from '../search/sources.js';
 import type { AgentEntry } from '../../domain/directory.js';
 import type { TaskRecord } from '../../domain/market.js';
 
@@ -21,6 +27,14 @@ interface FeedEntry {
   kind: 'agent' | 'task';
   agent?: AgentEntry;
   task?: TaskRecord;
+}
+
+/** Characters XML 1.0 cannot carry (C0 controls but tab, CR, LF; lone surrogates; U+FFFE, U+FFFF). */
+const NOT_XML_CHAR = /[^\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+
+/** Client-written text as an RSS title or description: text, never markup, and safe inside CDATA. */
+export function feedText(text: string): string {
+  return escapeHtml(text.replace(NOT_XML_CHAR, ''));
 }
 
 /** The newest `max` agents and tasks, merged newest first. */
@@ -49,22 +63,22 @@ export function renderFeed(base: string, entries: readonly FeedEntry[]): string 
       const a = e.agent;
       const link = `${base}/agents/${encodeURIComponent(a.did)}`;
       feed.addItem({
-        title: `Agent registered: ${a.name}`,
+        title: feedText(`Agent registered: ${a.name}`),
         id: link,
         link,
         date: new Date(e.at),
-        description: `${a.name} (${a.did}), ${a.tier} passport; capabilities: ${a.capabilities.join(', ')}${a.skills?.length ? `; skills: ${a.skills.join(', ')}` : ''}${a.active ? '' : ' (inactive: passport revoked)'}`,
+        description: feedText(`${a.name} (${a.did}), ${a.tier} passport; capabilities: ${a.capabilities.join(', ')}${a.skills?.length ? `; skills: ${a.skills.join(', ')}` : ''}${a.active ? '' : ' (inactive: passport revoked)'}`),
         category: [{ name: 'agent' }],
       });
     } else if (e.task) {
       const t = e.task;
       const link = `${base}/market/tasks/${t.taskId}`;
       feed.addItem({
-        title: `Task posted: ${t.title}`,
+        title: feedText(`Task posted: ${t.title}`),
         id: link,
         link,
         date: new Date(e.at),
-        description: `${t.priceHbar} HBAR, status ${t.status}${t.capabilities.length ? `; needs ${t.capabilities.join(', ')}` : ''}. ${t.description}`.trim(),
+        description: feedText(`${t.priceHbar} HBAR, status ${t.status}${t.capabilities.length ? `; needs ${t.capabilities.join(', ')}` : ''}. ${t.description}`.trim()),
         category: [{ name: 'task' }],
       });
     }
@@ -73,7 +87,7 @@ export function renderFeed(base: string, entries: readonly FeedEntry[]): string 
 }
 
 const feedRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const sources = memorySources(ctx);
+  const sources = memorySources(app, ctx);
   let cached: { version: number; tasks: readonly TaskRecord[]; base: string; xml: string } | null = null;
 
   app.get(

@@ -8,8 +8,8 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { AgentPassportClient } from '../../packages/client/src/index.js';
-import { createAgentMcpServer } from '../../packages/client/src/mcpTools.js';
+import { AgentPassportClient } from '@agent-passport/client';
+import { createAgentMcpServer } from '@agent-passport/client/mcp';
 
 /**
  * fetch over app.inject: the tools' HTTP calls never leave the process, and count against the MCP

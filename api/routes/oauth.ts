@@ -16,10 +16,9 @@
  * also this service's catalog `code`, so they fit the service's error schema too.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.js';
+import { publicBase, type AppContext } from '../context.js';
 import type { ErrorCode } from '../../domain/errors.js';
-import { publicBase } from '../passportViews.js';
-import { oauthSignerFor, type RegistryClients } from './registry/clients.js';
+import type { RegistryClients } from '../registry/clients.js';
 
 export const TOKEN_ROUTE = '/oauth/token';
 export const AUTHORIZE_ROUTE = '/oauth/authorize';
@@ -123,7 +122,7 @@ const oauthRoutes: FastifyPluginAsync<{ ctx: AppContext; clients: RegistryClient
         return oauthError(reply, 400, 'invalid_scope', `Scopes offered: ${OAUTH_SCOPES.join(' ')}`, 'invalid_request', 'Omit scope or send scope=registry');
       }
 
-      const signer = await oauthSignerFor(ctx.config);
+      const signer = await clients.signer();
       const { token, expiresIn } = await signer.issue({ issuer: publicBase(ctx, request), clientId: row.id, scope: requested.join(' '), ttlSeconds: ctx.config.OAUTH_TOKEN_TTL_S });
       return reply
         .header('cache-control', 'no-store')
@@ -150,7 +149,7 @@ const oauthRoutes: FastifyPluginAsync<{ ctx: AppContext; clients: RegistryClient
   app.post(AUTHORIZE_ROUTE, { bodyLimit: 8 * 1024, schema: authorizeSchema }, refuseAuthorize);
 
   app.get(JWKS_ROUTE, { schema: { tags: ['oauth'], summary: 'Public keys (JWKS) of the access token signatures' } }, async (_request, reply) => {
-    const signer = await oauthSignerFor(ctx.config);
+    const signer = await clients.signer();
     return reply.type('application/json; charset=utf-8').send({ keys: [signer.publicJwk] });
   });
 };

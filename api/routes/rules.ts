@@ -13,8 +13,7 @@ import { publicRuleSchema, ruleCatalogSchema, ruleParams } from '../schemas/trus
 import { sendJson, serializerFor } from '../serializer.js';
 import { renderRulePage, renderRulesPage, type RenderedPage } from '../trust/rulesHtml.js';
 import { renderLayout } from '../../content/layout.js';
-import { publicBase } from '../passportViews.js';
-import type { AppContext } from '../context.js';
+import { publicBase, type AppContext } from '../context.js';
 
 const HTML = 'text/html; charset=utf-8';
 

@@ -7,11 +7,11 @@
  * signatures directory draft registers application/http-message-signatures-directory+json. Both
  * are served: the draft's type when the request's Accept names it, application/json otherwise.
  */
+import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { exportJWK } from 'jose';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { trustSignerFor } from '../trust/signingKey.js';
 
 export const SIGNATURES_DIRECTORY_MEDIA_TYPE = 'application/http-message-signatures-directory+json';
 
@@ -24,7 +24,7 @@ interface WellKnownDocument {
   summary: string;
   /** media types offered, the default first; a later one is chosen when Accept names it */
   mediaTypes: string[];
-  build(ctx: AppContext): Promise<unknown>;
+  build(app: FastifyInstance): Promise<unknown>;
 }
 
 const WELL_KNOWN: WellKnownDocument[] = [
@@ -32,8 +32,8 @@ const WELL_KNOWN: WellKnownDocument[] = [
     path: '/.well-known/http-message-signatures-directory',
     summary: 'Key directory (JWKS) of the trust snapshot signing key',
     mediaTypes: ['application/json', SIGNATURES_DIRECTORY_MEDIA_TYPE],
-    async build(ctx) {
-      const signer = trustSignerFor(ctx.config);
+    async build(app) {
+      const signer = app.trustSnapshots.signer; // the key the app's snapshots are signed with
       const jwk = await exportJWK(signer.publicKey);
       return { keys: [{ kty: jwk.kty!, crv: jwk.crv!, x: jwk.x!, kid: signer.keyId, alg: 'EdDSA', use: 'sig' }] };
     },
@@ -46,9 +46,9 @@ function negotiate(accept: string | undefined, offered: string[]): string {
   return offered.slice(1).find((type) => named.includes(type)) ?? offered[0]!;
 }
 
-const wellKnownRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+const wellKnownRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) => {
   for (const doc of WELL_KNOWN) {
-    const body = JSON.stringify(await doc.build(ctx));
+    const body = JSON.stringify(await doc.build(app));
     app.get(doc.path, { schema: { tags: ['discovery'], summary: doc.summary } }, async (req, reply) =>
       reply.header('vary', 'accept').type(`${negotiate(req.headers.accept, doc.mediaTypes)}; charset=utf-8`).send(body),
     );

@@ -5,7 +5,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../context.js';
 import { TIER_CATALOG, tierPriceTinybars } from '../../domain/tiers.js';
-import { EXACT_SCHEME, HBAR_ASSET, x402NetworkId } from '../../ledger/x402/network.js';
+import { EXACT_SCHEME, HBAR_ASSET, x402NetworkId } from '@agent-passport/core/x402/network';
 
 const x402InfoRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const deployment = ctx.ledger!.deployment;

@@ -1,6 +1,6 @@
 /** zod schemas of the A2A routes (SPEC 4.4, DESIGN.md section 6 "A2A"). */
 import { z } from 'zod';
-import { A2A_MAX_BODY_BYTES, CONTENT_TYPE_PATTERN } from '../../domain/a2a.js';
+import { A2A_MAX_BODY_BYTES, CONTENT_TYPE_PATTERN } from '@agent-passport/core/a2a';
 import { didString, linkMapSchema, paginationQuery } from './common.js';
 
 // `body` has no length bound here: the request body limit bounds it, and the route answers

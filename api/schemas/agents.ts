@@ -34,6 +34,25 @@ export const agentRegisterBodySchema = z
   .strict()
   .meta({ id: 'AgentRegistration' });
 
+/**
+ * An agent's marketplace record (domain/marketRecord.ts), computed from the marketplace topic (the
+ * task projection that mirrors it): tasks it posted, completed and cancelled after a delivery; as a
+ * claimer, results it delivered and tasks it was paid for.
+ */
+export const marketRecordSchema = z
+  .object({
+    asPoster: z.object({
+      posted: z.number().int(),
+      completed: z.number().int(),
+      cancelledAfterDelivery: z.number().int().describe('tasks cancelled (by the poster or a window) after the claimer had delivered'),
+    }),
+    asClaimer: z.object({
+      delivered: z.number().int(),
+      paid: z.number().int().describe('delivered tasks that completed: the claimer was paid'),
+    }),
+  })
+  .describe("The agent's marketplace record, from the marketplace topic");
+
 export const agentEntrySchema = z
   .object({
     did: z.string(),
@@ -49,6 +68,7 @@ export const agentEntrySchema = z
     skills: z.array(z.string()).optional(),
     description: z.string().optional(),
     agentCard: z.string().optional(),
+    marketplace: marketRecordSchema.optional(),
     _links: linkMapSchema.optional(),
   })
   .meta({ id: 'AgentDirectoryEntry' });

@@ -35,7 +35,30 @@ export const paginationQuery = {
   offset: z.coerce.number().int().min(0).max(1_000_000_000).default(0),
 };
 
-/** Error responses a route documents, keyed by status. */
-export function errorResponses(...statuses: number[]): Record<number, typeof errorBodySchema> {
-  return Object.fromEntries(statuses.map((s) => [s, errorBodySchema]));
+/**
+ * The 202 request_pending answer (api/workflowCalls.ts pendingReply, api/market/views.ts
+ * pendingTask): the work was accepted and is still running; poll the Location (also _links.poll).
+ * /openapi.json documents the Location header with it (api/plugins/openapi.ts).
+ */
+export const pendingBodySchema = z
+  .object({
+    error: z.string(),
+    code: z.literal('request_pending'),
+    retryable: z.boolean().optional(),
+    hint: z.string().optional(),
+    workflowId: z.string().describe('the workflow doing the work'),
+    _links: z.object({ poll: z.object({ href: z.string().describe('the same URL as the Location header') }) }),
+  })
+  .loose()
+  .meta({
+    id: 'PendingBody',
+    description: 'request_pending: the request was accepted and is still running. GET the Location header URL (also _links.poll.href) until it shows the outcome; sending the same request again attaches to the same work.',
+  });
+
+/**
+ * Error responses a route documents, keyed by status. 202 is the request_pending answer
+ * (pendingBodySchema, with its Location header in /openapi.json).
+ */
+export function errorResponses(...statuses: number[]): Record<number, typeof errorBodySchema | typeof pendingBodySchema> {
+  return Object.fromEntries(statuses.map((s) => [s, s === 202 ? pendingBodySchema : errorBodySchema]));
 }

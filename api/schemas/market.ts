@@ -12,6 +12,8 @@ import {
   TITLE_MAX,
   TITLE_MIN,
   VERIFIER_TYPES,
+  TASK_WINDOW_MAX_HOURS,
+  TASK_WINDOW_MIN_HOURS,
 } from '../../domain/market.js';
 import { didString, linkMapSchema, paginationQuery } from './common.js';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../domain/idempotency.js';
@@ -40,6 +42,20 @@ const postFields = {
     .describe('Verifier settings: http {url}, json_schema {schema}, sha256 {sha256?}'),
   deadline: z.iso.datetime({ offset: true }).optional().describe('ISO time; an unfinished task is cancelled and refunded then'),
   escrow: z.boolean().optional().describe('Hold the price in escrow as a scheduled transfer (default true); false: the poster pays the claimer directly at completion'),
+  claimWindowHours: z
+    .number()
+    .min(TASK_WINDOW_MIN_HOURS)
+    .max(TASK_WINDOW_MAX_HOURS)
+    .optional()
+    .describe('Hours a claim may stay undelivered before it lapses and the task is posted again (default MARKET_CLAIM_WINDOW_S, 24 h)'),
+  reviewWindowHours: z
+    .number()
+    .min(TASK_WINDOW_MIN_HOURS)
+    .max(TASK_WINDOW_MAX_HOURS)
+    .optional()
+    .describe(
+      'Escrow tasks: hours after delivery the poster has to complete or cancel; then the escrow is released to the claimer (default MARKET_REVIEW_WINDOW_S, 72 h)',
+    ),
 };
 
 export const taskPostBodySchema = z.object(postFields).strict().meta({ id: 'TaskPost' });
@@ -115,6 +131,28 @@ export const taskSchema = z
     refundTxId: z.string().nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),
+    claimWindowSeconds: z.number().optional().describe('A claim with no delivery lapses after this many seconds (the task is posted again)'),
+    claimEndsAt: z.string().nullable().optional().describe('While claimed: when the claim lapses without a delivery'),
+    reviewWindowSeconds: z
+      .number()
+      .nullable()
+      .optional()
+      .describe('Escrow tasks: seconds after delivery the poster has to complete or cancel before the escrow is released to the claimer'),
+    reviewEndsAt: z.string().nullable().optional().describe('While delivered (escrow): when the escrow is released to the claimer unless the poster completes or cancels first'),
+    fundingWindowSeconds: z.number().nullable().optional().describe('Escrow tasks: seconds after posting the escrow may stay unfunded'),
+    fundingEndsAt: z.string().nullable().optional().describe('While the escrow is not funded: when the task is cancelled for want of funding'),
+    deliveredAt: z.string().nullable().optional(),
+    verification: z
+      .object({
+        passed: z.boolean(),
+        reasons: z.array(z.string()),
+        at: z.string(),
+        runs: z.number(),
+        inconclusive: z.boolean().optional(),
+      })
+      .nullable()
+      .optional()
+      .describe("The delivery's verification outcome (POST /verify answers it again)"),
     _links: linkMapSchema.optional(),
   })
   .meta({ id: 'Task' });

@@ -56,8 +56,10 @@ export const verifyResultSchema = z
     taskId: z.string(),
     passed: z.boolean(),
     reasons: z.array(z.string()).describe('why it did not pass (empty when it passed)'),
-    verificationAttempts: z.number().int().describe('verifications run on this task so far, this one included'),
+    verificationAttempts: z.number().int().describe('verifier runs on this task so far (a verify that reuses the outcome runs none)'),
     verifierType: z.enum(VERIFIER_TYPES),
     status: z.string().describe('the task status, unchanged (delivered)'),
+    verifiedAt: z.string().optional().describe('when this outcome was found'),
+    reused: z.boolean().optional().describe('true: the outcome of an earlier run of this delivery, answered again (nothing ran)'),
   })
   .meta({ id: 'MarketVerifyResult' });

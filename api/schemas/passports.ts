@@ -100,6 +100,9 @@ export const auditEventSchema = z
     oldTier: z.string().optional(),
     newTier: z.string().optional(),
     reason: z.string().optional(),
+    paymentTransactionId: z.string().optional().describe('payment.reconciled: the payment the reconciler settled'),
+    outcome: z.string().optional().describe('payment.reconciled: issued, upgraded or refunded'),
+    refundTransactionId: z.string().optional().describe('payment.reconciled: the refund transfer'),
     sequenceNumber: z.number().int().optional(),
     consensusTimestamp: z.string().optional(),
   })

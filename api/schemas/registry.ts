@@ -1,6 +1,6 @@
 /** zod schemas of the registry key routes (SPEC 2 "Registry api key", 4.6; DESIGN.md section 10). */
 import { z } from 'zod';
-import { parseHederaDid } from '../../domain/did.js';
+import { parseHederaDid } from '@agent-passport/core/did';
 import { REGISTRY_LIMITS } from '../../domain/registry.js';
 import { LIMITS } from './common.js';
 

@@ -6,8 +6,10 @@ export const domainOwnershipSchema = z.object({
   method: z.string(),
   verified: z.boolean(),
   verified_at: z.string().nullable(),
-  challenge_token: z.string(),
+  challenge_token: z.string().describe('the value the proven challenge published: its token, or for a challenge issued without a DID base64url(sha256(token)); empty when not verified'),
   proof: z.string(),
+  verified_by: z.string().optional().describe('the DID that proved the ownership (signed POST .../verify-ownership)'),
+  expires_at: z.string().optional().describe('when the proof stops counting; a new challenge proven the same way renews it'),
 });
 
 export const onChainSchema = z.object({

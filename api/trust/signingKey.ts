@@ -60,12 +60,3 @@ export function verifySnapshotSignature(hashHex: string, signatureHex: string, p
   const key = createPublicKey({ key: spki, format: 'der', type: 'spki' });
   return verify(null, hashBytes(hashHex), key, Buffer.from(signatureHex, 'hex'));
 }
-
-const SIGNERS = new WeakMap<object, TrustSigner>();
-
-/** One signer per configuration object, so every route of an app signs and publishes the same key. */
-export function trustSignerFor(config: Config): TrustSigner {
-  let signer = SIGNERS.get(config);
-  if (!signer) SIGNERS.set(config, (signer = makeTrustSigner(config)));
-  return signer;
-}

@@ -2,9 +2,11 @@
  * Trust snapshot generation (GET /api/trust/{domain}; attest, issue 11 part 2, signs the same
  * object): SPEC section 2 "Trust snapshot", DESIGN.md sections 6 and 10.
  *
+ *  0. a scan (not a cached snapshot) is admitted first by the caller's `admitScan` (GET and attest:
+ *     the per-address daily and per-registrable-domain hourly quotas, api/trust/scanQuota.ts);
  *  1. the domain is validated (domain/domainName.ts: 400 trust_domain_invalid) and resolved
- *     (404 trust_domain_not_found when it has no address, or only non-public ones; 503
- *     trust_snapshot_failed when the resolver fails);
+ *     (404 trust_domain_not_found when it has no address, or only non-public ones, with one message
+ *     for both, api/trust/domainResolves.ts; 503 trust_snapshot_failed when the resolver fails);
  *  2. every probe of the rule catalog is fetched once, in parallel, through net/safeFetch (the
  *     SSRF guard: public addresses only, the checked address connected to, redirects re-checked),
  *     each within the scan's time budget (TRUST_CHECK_BUDGET_MS) and a 256 KiB cap;
@@ -25,6 +27,7 @@
  * is read on each request until it is confirmed, then kept with the cached snapshot (a confirmed
  * attestation does not change).
  */
+import type { FastifyInstance } from 'fastify';
 import type { Sql } from 'postgres';
 import { ApiError, echo } from '../errors.js';
 import type { AppContext } from '../context.js';
@@ -36,9 +39,10 @@ import { evaluateRules, PROBE_IDS, PROBES, PROFILE_VERSION, type ProbeId, type P
 import { evidenceHash, PROFILE_HASH, scoreSummary, SIGNATURE_ALGORITHM, snapshotHash, SNAPSHOT_VERSION, SPEC_VERSION, type ScoreSummary } from '../../domain/trust/snapshot.js';
 import { findDomainOwnership, type DomainOwnership } from '../../db/queries/domainOwnership.js';
 import { findAttestation, onChainOf, type OnChainAttestation } from '../../db/queries/trustAttestations.js';
-import { isPublicAddress, safeFetch, SafeFetchError } from '../../net/safeFetch.js';
-import { HostNotFoundError, hostLookup, type HostLookup } from '../../net/dnsLookup.js';
-import { trustSignerFor, type TrustSigner } from './signingKey.js';
+import { safeFetch, SafeFetchError } from '../../net/safeFetch.js';
+import { hostLookup, type HostLookup } from '../../net/dnsLookup.js';
+import { requirePublicDomain } from './domainResolves.js';
+import { makeTrustSigner, type TrustSigner } from './signingKey.js';
 
 /** Largest body a probe reads (an OpenAPI document can be large; the cap is still small). */
 export const PROBE_MAX_BYTES = 256 * 1024;
@@ -97,6 +101,13 @@ export interface TrustSnapshotDeps {
   now?: () => Date;
 }
 
+/** A generation's own caller was refused a scan (its quota): callers who joined it try again under their own. */
+class AdmissionRefused extends Error {
+  constructor(readonly refusal: unknown) {
+    super('scan not admitted');
+  }
+}
+
 export class TrustSnapshots {
   private readonly cache = new Map<string, CacheEntry>();
   /** generations under way, per domain (single-flight) */
@@ -109,23 +120,25 @@ export class TrustSnapshots {
   constructor(private readonly deps: TrustSnapshotDeps) {
     this.lookup = hostLookup(trustDnsServers(deps.config));
     this.origins = trustFetchOrigins(deps.config);
-    this.signer = trustSignerFor(deps.config);
+    this.signer = makeTrustSigner(deps.config);
     this.now = deps.now ?? (() => new Date());
   }
 
   /**
    * The current snapshot of a domain (as given by the client: validated and normalised here).
-   * `fresh: true` ignores a cached scan (but joins a generation under way). Throws ApiError
-   * 400/404/503 as the file comment says.
+   * `fresh: true` ignores a cached scan (but joins a generation under way). `admitScan` is awaited
+   * before a new scan is started (not for a cached snapshot nor to join a scan under way) and may
+   * throw its refusal (429). Throws ApiError 400/404/503 as the file comment says.
    */
-  async snapshotFor(rawDomain: string, opts: { fresh?: boolean } = {}): Promise<TrustSnapshot> {
+  async snapshotFor(rawDomain: string, opts: { fresh?: boolean; admitScan?: (domain: string) => Promise<void> } = {}): Promise<TrustSnapshot> {
     const parsed = parseDomainName(rawDomain);
     if (!parsed.ok) throw new ApiError('trust_domain_invalid', `${echo(rawDomain)} is not a domain name: ${parsed.reason}`, { hint: 'Give a bare domain such as example.com' });
     const domain = parsed.domain;
     const ownership = await this.ownershipOf(domain);
     const ownershipKey = canonicalJson(ownership);
     const cached = this.cache.get(domain);
-    let entry = !opts.fresh && cached && cached.expiresAt > this.now().getTime() ? cached : await this.generateOnce(domain, ownership, ownershipKey);
+    const usable = !opts.fresh && cached && cached.expiresAt > this.now().getTime() ? cached : undefined;
+    let entry = usable ?? (await this.generateOnce(domain, ownership, ownershipKey, opts.admitScan));
     if (entry.ownershipKey !== ownershipKey) {
       // ownership changed since the scan: re-signed from the same scan, no rescan
       entry = { ...entry, snapshot: this.assemble(entry.scan, ownership), ownershipKey, onChain: undefined };
@@ -155,19 +168,44 @@ export class TrustSnapshots {
     while (this.cache.size > CACHE_MAX_DOMAINS) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  /** Scan, assemble, sign and cache, once per domain at a time: concurrent callers share the entry. */
-  private generateOnce(domain: string, ownership: DomainOwnership, ownershipKey: string): Promise<CacheEntry> {
-    let running = this.generations.get(domain);
-    if (!running) {
-      running = (async () => {
-        const scan = await this.scan(domain);
-        const entry: CacheEntry = { scan, snapshot: this.assemble(scan, ownership), ownershipKey, expiresAt: this.now().getTime() + this.deps.config.TRUST_SNAPSHOT_TTL_MS };
-        this.remember(domain, entry);
-        return entry;
-      })().finally(() => this.generations.delete(domain));
-      this.generations.set(domain, running);
+  /**
+   * Scan, assemble, sign and cache, once per domain at a time: concurrent callers share the entry.
+   * The generation is registered before its admission is awaited, so callers arriving meanwhile join
+   * it instead of each taking a place of the scan quotas for the one scan (issue 20 item 6: one place
+   * per scan). A caller who joined a generation whose own caller was refused (that caller's quota)
+   * starts one of its own, under its own admission.
+   */
+  private async generateOnce(domain: string, ownership: DomainOwnership, ownershipKey: string, admit?: (domain: string) => Promise<void>): Promise<CacheEntry> {
+    for (;;) {
+      const joined = this.generations.get(domain);
+      if (!joined) break;
+      try {
+        return await joined;
+      } catch (err) {
+        if (!(err instanceof AdmissionRefused)) throw err;
+      }
     }
-    return running;
+    const running = (async () => {
+      if (admit) {
+        try {
+          await admit(domain);
+        } catch (err) {
+          throw new AdmissionRefused(err);
+        }
+      }
+      const scan = await this.scan(domain);
+      const entry: CacheEntry = { scan, snapshot: this.assemble(scan, ownership), ownershipKey, expiresAt: this.now().getTime() + this.deps.config.TRUST_SNAPSHOT_TTL_MS };
+      this.remember(domain, entry);
+      return entry;
+    })().finally(() => {
+      if (this.generations.get(domain) === running) this.generations.delete(domain);
+    });
+    this.generations.set(domain, running);
+    try {
+      return await running;
+    } catch (err) {
+      throw err instanceof AdmissionRefused ? err.refusal : err;
+    }
   }
 
   /** The entry's snapshot, with on_chain when its hash has a confirmed attestation. */
@@ -192,7 +230,7 @@ export class TrustSnapshots {
   private async scan(domain: string): Promise<Scan> {
     const { config } = this.deps;
     const origin = this.originOf(domain);
-    if (!this.origins[domain]) await this.checkResolves(domain);
+    if (!this.origins[domain]) await requirePublicDomain(this.lookup, domain, config);
     const budget = config.TRUST_CHECK_BUDGET_MS;
     const fetched = await Promise.all(PROBE_IDS.map(async (id) => [id, await this.probe(origin, id, budget)] as const));
     const outcomes = Object.fromEntries(fetched.map(([id, f]) => [id, f.outcome])) as Record<ProbeId, ProbeOutcome>;
@@ -210,20 +248,6 @@ export class TrustSnapshots {
     };
   }
 
-  /** 404 unless the domain has addresses, all of them reachable under the address rule. */
-  private async checkResolves(domain: string): Promise<void> {
-    let addresses: { address: string }[];
-    try {
-      addresses = await this.lookup(domain);
-    } catch (err) {
-      if (err instanceof HostNotFoundError) throw new ApiError('trust_domain_not_found', `${domain} does not resolve`, { hint: 'Check the spelling and the A/AAAA records of the domain' });
-      throw new ApiError('trust_snapshot_failed', `The name servers of ${domain} did not answer`, { hint: 'Retry in a few seconds' });
-    }
-    if (!this.deps.config.TRUST_ALLOW_PRIVATE && addresses.some((a) => !isPublicAddress(a.address))) {
-      throw new ApiError('trust_domain_not_found', `${domain} does not resolve to a public address`, { hint: 'Only domains on public addresses can be scanned' });
-    }
-  }
-
   private async probe(origin: string, id: ProbeId, timeoutMs: number): Promise<{ outcome: ProbeOutcome; evidence: string }> {
     const { path, accept } = PROBES[id];
     const url = `${origin}${path}`;
@@ -237,7 +261,10 @@ export class TrustSnapshots {
         evidence: evidenceHash({ body: res.body }),
       };
     } catch (err) {
-      const reason = err instanceof SafeFetchError ? err.reason : 'network';
+      // "no such name" and "not a public address" (a redirect to an internal name) read the same: a
+      // snapshot must not tell whether an internal name exists
+      const raw = err instanceof SafeFetchError ? err.reason : 'network';
+      const reason = raw === 'dns_failed' || raw === 'address_refused' ? 'address_unreachable' : raw;
       return { outcome: { url, scheme, status: null, contentType: null, text: '', failure: reason }, evidence: evidenceHash({ error: reason, url }) };
     }
   }
@@ -272,16 +299,16 @@ export class TrustSnapshots {
   }
 }
 
-const SERVICES = new WeakMap<AppContext, TrustSnapshots>();
-
-/** The snapshot service of an app (one per AppContext: one cache, one signing key). */
-export function trustSnapshotsFor(ctx: AppContext): TrustSnapshots {
-  let service = SERVICES.get(ctx);
-  if (!service) SERVICES.set(ctx, (service = new TrustSnapshots({ config: ctx.config, ...(ctx.sql ? { sql: ctx.sql } : {}) })));
-  return service;
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The app's trust snapshots (api/trust/snapshots.ts): GET /api/trust/{domain}, attest and the signature directory. */
+    trustSnapshots: TrustSnapshots;
+  }
 }
 
-/** For attest (issue 11 part 2): the current snapshot of a domain, exactly as GET /api/trust/{domain} serves it. */
-export function snapshotFor(ctx: AppContext, domain: string, opts: { fresh?: boolean } = {}): Promise<TrustSnapshot> {
-  return trustSnapshotsFor(ctx).snapshotFor(domain, opts);
+/** Gives the app its snapshot service (the `trustSnapshots` decorator): one cache, one signing key. */
+export function installTrustSnapshots(app: FastifyInstance, ctx: AppContext): TrustSnapshots {
+  const service = new TrustSnapshots({ config: ctx.config, ...(ctx.sql ? { sql: ctx.sql } : {}) });
+  app.decorate('trustSnapshots', service);
+  return service;
 }

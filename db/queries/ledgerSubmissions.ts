@@ -83,3 +83,19 @@ export async function listPendingSubmissions(sql: Sql, limit = 100): Promise<Led
   return sql<LedgerSubmissionRow[]>`
     select * from ledger_submissions where status = 'pending' order by created_at asc limit ${limit}`;
 }
+
+/** The recorded, successful ScheduleCreate that made a schedule (its transaction id and receipt), if this service made it. */
+export async function findScheduleCreate(sql: Sql, scheduleId: string): Promise<{ transactionId: string; scheduledTransactionId: string | null } | null> {
+  const rows = await sql<{ transaction_id: string; scheduled: string | null }[]>`
+    select transaction_id, receipt->>'scheduledTransactionId' as scheduled from ledger_submissions
+     where kind = 'schedule_create' and status = 'succeeded' and receipt->>'scheduleId' = ${scheduleId} limit 1`;
+  const r = rows[0];
+  return r ? { transactionId: r.transaction_id, scheduledTransactionId: r.scheduled } : null;
+}
+
+/** Every recorded ledger write whose idempotency key starts with `prefix` (a task's workflow id and '/'). */
+export async function submissionsWithPrefix(sql: Sql, prefix: string): Promise<Pick<LedgerSubmissionRow, 'idempotency_key' | 'kind' | 'status' | 'transaction_bytes' | 'receipt'>[]> {
+  const pattern = prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%';
+  return sql<Pick<LedgerSubmissionRow, 'idempotency_key' | 'kind' | 'status' | 'transaction_bytes' | 'receipt'>[]>`
+    select idempotency_key, kind, status, transaction_bytes, receipt from ledger_submissions where idempotency_key like ${pattern}`;
+}

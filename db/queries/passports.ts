@@ -3,8 +3,9 @@
  * Claims take a transaction-scoped advisory lock on the account (issuance) or the passport
  * (upgrade), so the "one active passport / one pending request" checks and the insert are atomic.
  */
-import type { Sql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 import { CHANNELS, notifyChange } from '../notify.js';
+import { insertPayment, type NewPayment } from './payments.js';
 
 /** The cache key and NOTIFY payload of a passport (CHANNELS.passport): `${tokenId}/${serial}`. */
 export function passportKey(tokenId: string, serial: number | bigint): string {
@@ -35,6 +36,11 @@ export interface PassportRow {
 /** 'failed': released without a refund, its payment was never confirmed settled (db/migrations/0007). */
 export type IssuanceStatus = 'pending' | 'issued' | 'refused' | 'refunded' | 'failed';
 
+/** The step a request failed at, stored as data (db/migrations/0015); null for a request that did not fail (or lost a race). */
+export type IssuanceFailedStep = 'settle' | 'confirmSettlement' | 'mint' | 'deliver' | 'workflow start' | 'workflow';
+export type UpgradeFailedStep = 'settle' | 'confirmSettlement' | 'metadata update' | 'workflow start' | 'workflow';
+export type RequestFailedStep = IssuanceFailedStep | UpgradeFailedStep;
+
 export interface IssuanceRow {
   payment_transaction_id: string;
   workflow_id: string;
@@ -49,6 +55,7 @@ export interface IssuanceRow {
   serial: bigint | null;
   refund_transaction_id: string | null;
   error: string | null;
+  failed_step: IssuanceFailedStep | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -66,6 +73,7 @@ export interface UpgradeRow {
   status: UpgradeStatus;
   refund_transaction_id: string | null;
   error: string | null;
+  failed_step: UpgradeFailedStep | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -83,7 +91,7 @@ export async function findActivePassportByAccount(sql: Sql, network: string, acc
   return rows[0] ?? null;
 }
 
-/** Every passport row (the memory cache's full load, api/passportCache.ts). */
+/** Every passport row (the memory cache's full load, api/passports/cache.ts). */
 export async function listAllPassports(sql: Sql): Promise<PassportRow[]> {
   return sql<PassportRow[]>`select * from passports`;
 }
@@ -219,6 +227,60 @@ export async function claimIssuance(sql: Sql, c: IssuanceClaim): Promise<ClaimOu
   }) as Promise<ClaimOutcome>;
 }
 
+/**
+ * What recording a verified payment with its request's claim gave (recordIssuancePayment,
+ * recordUpgradePayment): 'claimed' (new, or this payment's earlier claim still pending or done),
+ * 'earlier' (this payment's earlier claim ended: refused, refunded or failed), 'refused' (the request
+ * cannot be claimed now; NOTHING was recorded, no money moved), 'replayed' (the payment is recorded
+ * for another request).
+ */
+export type RecordedRequest<Row, Reason extends string> =
+  | { outcome: 'claimed'; row: Row }
+  | { outcome: 'earlier'; row: Row }
+  | { outcome: 'refused'; reason: Reason }
+  | { outcome: 'replayed' };
+
+/** The recorded payment of this id may be (re)used for a new claim: only a verified one with the same terms and no request yet. */
+async function paymentFreeForClaim(tx: TransactionSql, p: NewPayment): Promise<'free' | 'absent' | 'taken'> {
+  const [row] = await tx<{ status: string; amount_tinybars: bigint; pay_to: string; payer: string }[]>`
+    select status, amount_tinybars, pay_to, payer from payments where transaction_id = ${p.transactionId} for update`;
+  if (!row) return 'absent';
+  const claimed = await tx`
+    select 1 from passport_issuances where payment_transaction_id = ${p.transactionId}
+    union all select 1 from passport_upgrades where payment_transaction_id = ${p.transactionId}`;
+  const same = row.status === 'verified' && BigInt(row.amount_tinybars) === BigInt(p.amountTinybars) && row.pay_to === p.payTo && row.payer === p.payer;
+  return claimed.length === 0 && same ? 'free' : 'taken';
+}
+
+/**
+ * Records a VERIFIED (not yet settled) payment and claims the account for the issuance it pays, in
+ * one transaction under the account's advisory lock, before any money moves (issue 23): the workflow
+ * settles it. When the account has an active passport or another pending issuance nothing is
+ * recorded (the payment never moves). Idempotent per payment.
+ */
+export async function recordIssuancePayment(sql: Sql, payment: NewPayment, c: IssuanceClaim): Promise<RecordedRequest<IssuanceRow, 'passport_already_exists' | 'request_pending'>> {
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext(${`passport-account:${c.network}:${c.accountId}`}))`;
+    const [existing] = await tx<IssuanceRow[]>`select * from passport_issuances where payment_transaction_id = ${c.paymentTransactionId}`;
+    if (existing) {
+      if (existing.network !== c.network || existing.account_id !== c.accountId) return { outcome: 'replayed' as const };
+      return { outcome: existing.status === 'pending' || existing.status === 'issued' ? ('claimed' as const) : ('earlier' as const), row: existing };
+    }
+    const paid = await paymentFreeForClaim(tx, payment);
+    if (paid === 'taken') return { outcome: 'replayed' as const };
+    const active = await tx`select 1 from passports where network = ${c.network} and account_id = ${c.accountId} and revoked_at is null`;
+    if (active.length > 0) return { outcome: 'refused' as const, reason: 'passport_already_exists' as const };
+    const pending = await tx`select 1 from passport_issuances where network = ${c.network} and account_id = ${c.accountId} and status = 'pending'`;
+    if (pending.length > 0) return { outcome: 'refused' as const, reason: 'request_pending' as const };
+    if (paid === 'absent') await insertPayment(tx, { ...payment, status: 'verified' });
+    const [row] = await tx<IssuanceRow[]>`
+      insert into passport_issuances (payment_transaction_id, workflow_id, network, account_id, did, tier, capabilities, endpoint, status)
+      values (${c.paymentTransactionId}, ${c.workflowId}, ${c.network}, ${c.accountId}, ${c.did}, ${c.tier}, ${tx.json(c.capabilities)}, ${c.endpoint ?? null}, 'pending')
+      returning *`;
+    return { outcome: 'claimed' as const, row: row! };
+  }) as Promise<RecordedRequest<IssuanceRow, 'passport_already_exists' | 'request_pending'>>;
+}
+
 // ------------------------------------------------------------------ upgrades
 
 export async function findUpgrade(sql: Sql, paymentTransactionId: string): Promise<UpgradeRow | null> {
@@ -276,6 +338,41 @@ export async function claimUpgrade(sql: Sql, c: UpgradeClaim): Promise<UpgradeCl
   }) as Promise<UpgradeClaimOutcome>;
 }
 
+/**
+ * Records a VERIFIED payment and claims the passport for the upgrade it pays, in one transaction
+ * under the passport's advisory lock, before any money moves (issue 23). Refused (nothing recorded)
+ * when the passport is gone, changed tier or owner, or has another pending upgrade.
+ */
+export async function recordUpgradePayment(
+  sql: Sql,
+  payment: NewPayment,
+  c: UpgradeClaim,
+): Promise<RecordedRequest<UpgradeRow, 'passport_not_found' | 'passport_upgrade_not_eligible' | 'request_pending'>> {
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext(${`passport-nft:${c.tokenId}:${c.serial}`}))`;
+    const [existing] = await tx<UpgradeRow[]>`select * from passport_upgrades where payment_transaction_id = ${c.paymentTransactionId}`;
+    if (existing) {
+      if (existing.token_id !== c.tokenId || Number(existing.serial) !== c.serial || existing.account_id !== c.accountId || existing.new_tier !== c.newTier) {
+        return { outcome: 'replayed' as const };
+      }
+      return { outcome: existing.status === 'pending' || existing.status === 'upgraded' ? ('claimed' as const) : ('earlier' as const), row: existing };
+    }
+    const paid = await paymentFreeForClaim(tx, payment);
+    if (paid === 'taken') return { outcome: 'replayed' as const };
+    const [p] = await tx<PassportRow[]>`select * from passports where token_id = ${c.tokenId} and serial = ${c.serial} for update`;
+    if (!p || p.revoked_at) return { outcome: 'refused' as const, reason: 'passport_not_found' as const };
+    if (p.tier !== c.oldTier || p.account_id !== c.accountId) return { outcome: 'refused' as const, reason: 'passport_upgrade_not_eligible' as const };
+    const pending = await tx`select 1 from passport_upgrades where token_id = ${c.tokenId} and serial = ${c.serial} and status = 'pending'`;
+    if (pending.length > 0) return { outcome: 'refused' as const, reason: 'request_pending' as const };
+    if (paid === 'absent') await insertPayment(tx, { ...payment, status: 'verified' });
+    const [row] = await tx<UpgradeRow[]>`
+      insert into passport_upgrades (payment_transaction_id, workflow_id, token_id, serial, account_id, old_tier, new_tier, status)
+      values (${c.paymentTransactionId}, ${c.workflowId}, ${c.tokenId}, ${c.serial}, ${c.accountId}, ${c.oldTier}, ${c.newTier}, 'pending')
+      returning *`;
+    return { outcome: 'claimed' as const, row: row! };
+  }) as Promise<RecordedRequest<UpgradeRow, 'passport_not_found' | 'passport_upgrade_not_eligible' | 'request_pending'>>;
+}
+
 /** Applies a finished upgrade to the projection and marks the upgrade row; idempotent. */
 export async function recordUpgradedPassport(
   sql: Sql,
@@ -308,15 +405,18 @@ export async function requestLedgerWritesStarted(sql: Sql, workflowId: string, p
 
 // ------------------------------------------------------------------ refunds
 
-/** Records the refund of a payment on whichever request row it paid for. */
-export async function markRequestRefunded(sql: Sql, paymentTransactionId: string, refundTransactionId: string, error?: string): Promise<void> {
+/**
+ * Records the refund of a payment on whichever request row it paid for; `failedStep` (when the
+ * refund undoes a failed step) is kept as data, an earlier one is not overwritten by null.
+ */
+export async function markRequestRefunded(sql: Sql, paymentTransactionId: string, refundTransactionId: string, error?: string, failedStep?: RequestFailedStep): Promise<void> {
   await sql`
     update passport_issuances set status = 'refunded', refund_transaction_id = ${refundTransactionId},
-           error = coalesce(${error ?? null}, error), updated_at = now()
+           error = coalesce(${error ?? null}, error), failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
      where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
   await sql`
     update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
-           error = coalesce(${error ?? null}, error), updated_at = now()
+           error = coalesce(${error ?? null}, error), failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
      where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
 }
 
@@ -325,13 +425,13 @@ export async function markRequestRefunded(sql: Sql, paymentTransactionId: string
  * payment is then refunded like a lost race; the wallet or passport is free at once). Returns the
  * request's status afterwards ('refused' unless it had already moved on), or null when unknown.
  */
-export async function markRequestRefused(sql: Sql, paymentTransactionId: string, error: string): Promise<string | null> {
+export async function markRequestRefused(sql: Sql, paymentTransactionId: string, error: string, failedStep: 'workflow start' | 'workflow'): Promise<string | null> {
   const rows = await sql<{ status: string }[]>`
     with i as (
-      update passport_issuances set status = 'refused', error = ${error}, updated_at = now()
+      update passport_issuances set status = 'refused', error = ${error}, failed_step = ${failedStep}, updated_at = now()
        where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
     ), u as (
-      update passport_upgrades set status = 'refused', error = ${error}, updated_at = now()
+      update passport_upgrades set status = 'refused', error = ${error}, failed_step = ${failedStep}, updated_at = now()
        where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
     )
     select status from i union all select status from u
@@ -344,12 +444,12 @@ export async function markRequestRefused(sql: Sql, paymentTransactionId: string,
  * Releases a pending (or refused, refund owed) request whose payment could not be confirmed settled
  * (nothing to refund): the wallet or passport is free for a new request. Returns whether a row changed.
  */
-export async function markRequestFailed(sql: Sql, paymentTransactionId: string, error: string): Promise<boolean> {
+export async function markRequestFailed(sql: Sql, paymentTransactionId: string, error: string, failedStep?: RequestFailedStep): Promise<boolean> {
   const a = await sql`
-    update passport_issuances set status = 'failed', error = ${error}, updated_at = now()
+    update passport_issuances set status = 'failed', error = ${error}, failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
      where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused') returning 1`;
   const b = await sql`
-    update passport_upgrades set status = 'failed', error = ${error}, updated_at = now()
+    update passport_upgrades set status = 'failed', error = ${error}, failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
      where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused') returning 1`;
   return a.length + b.length > 0;
 }

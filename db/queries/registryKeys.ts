@@ -6,12 +6,18 @@
  * trace and two concurrent ones can never both take the last place:
  *  - per IP: a transaction-scoped advisory lock on the address digest serialises the registrations
  *    of one address; they count that address's rows of the last 24 h before inserting;
- *  - sponsored budget: one counter row per UTC day taken with a conditional upsert (used < budget),
- *    whose row lock serialises concurrent takers across every API instance.
+ *  - sponsored budget: one place of the day's quota (db/queries/quotas.ts, scope registry.sponsored,
+ *    one window per UTC day) taken with its conditional upsert in the same transaction, whose row
+ *    lock serialises concurrent takers across every API instance.
  * Times come from the caller (the API's clock), so tests can move the day.
  */
 import type { Sql } from 'postgres';
 import { REGISTRY_LIMITS, utcDay, type RegistryRecord } from '../../domain/registry.js';
+import { giveBackQuota, takeQuota } from './quotas.js';
+
+const DAY_MS = 86_400_000;
+/** The sponsored budget in quota_counters: one service-wide counter per UTC day. */
+const SPONSORED = { scope: 'registry.sponsored', subject: '*', windowMs: DAY_MS } as const;
 
 export interface RegistryKeyRow {
   id: string;
@@ -97,12 +103,8 @@ export async function insertRegistration(sql: Sql, r: NewRegistration): Promise<
       const day = r.owner === null ? null : utcDay(r.now);
       if (day !== null) {
         if (r.sponsoredBudget <= 0) throw new Refused({ ok: false, refused: 'sponsored_budget' });
-        const taken = await tx`
-          insert into registry_sponsored_days (day, used) values (${day}, 1)
-          on conflict (day) do update set used = registry_sponsored_days.used + 1
-          where registry_sponsored_days.used < ${r.sponsoredBudget}
-          returning used`;
-        if (taken.length === 0) throw new Refused({ ok: false, refused: 'sponsored_budget' });
+        const taken = await takeQuota(tx, { ...SPONSORED, max: r.sponsoredBudget }, r.now);
+        if (!taken.ok) throw new Refused({ ok: false, refused: 'sponsored_budget' });
       }
       const [row] = await tx<RegistryKeyRow[]>`
         insert into registry_keys (id, name, owner, sponsored, key_sha256, key_prefix, ip_sha256, sponsored_day, directory_status, created_at)
@@ -124,14 +126,20 @@ export async function insertRegistration(sql: Sql, r: NewRegistration): Promise<
 export async function withdrawRegistration(sql: Sql, id: string): Promise<void> {
   await sql.begin(async (tx) => {
     const [row] = await tx<{ sponsored_day: string | null }[]>`delete from registry_keys where id = ${id} returning sponsored_day::text as sponsored_day`;
-    if (row?.sponsored_day) await tx`update registry_sponsored_days set used = used - 1 where day = ${row.sponsored_day} and used > 0`;
+    if (row?.sponsored_day) await giveBackQuota(tx, SPONSORED, dayStart(row.sponsored_day));
   });
+}
+
+/** The start of a UTC day (YYYY-MM-DD). */
+function dayStart(day: string): Date {
+  return new Date(`${day}T00:00:00.000Z`);
 }
 
 /** How many sponsored registrations a UTC day has taken. */
 export async function sponsoredUsed(sql: Sql, day: string): Promise<number> {
-  const [row] = await sql<{ used: number }[]>`select used from registry_sponsored_days where day = ${day}`;
-  return row?.used ?? 0;
+  const [row] = await sql<{ count: number }[]>`
+    select count from quota_counters where scope = ${SPONSORED.scope} and subject = ${SPONSORED.subject} and window_start = ${dayStart(day)}`;
+  return row?.count ?? 0;
 }
 
 export async function findRegistryKey(sql: Sql, id: string): Promise<RegistryKeyRow | null> {

@@ -52,13 +52,22 @@ export async function openAttestation(
   sql: Sql,
   a: { snapshotHash: string; domain: string; attestedBy: string; chainId: number; contractAddress: string; snapshot: Record<string, unknown> },
 ): Promise<AttestationRow> {
-  await sql`
+  return (await openAttestationOnce(sql, a)).row;
+}
+
+/** openAttestation, also saying whether this call opened the row (inserted it or reopened a failed one): only then is a transaction owed. */
+export async function openAttestationOnce(
+  sql: Sql,
+  a: { snapshotHash: string; domain: string; attestedBy: string; chainId: number; contractAddress: string; snapshot: Record<string, unknown> },
+): Promise<{ row: AttestationRow; opened: boolean }> {
+  const opened = await sql`
     insert into trust_attestations (snapshot_hash, domain, attested_by, chain_id, contract_address, snapshot)
     values (${a.snapshotHash}, ${a.domain}, ${a.attestedBy}, ${a.chainId}, ${a.contractAddress}, ${sql.json(a.snapshot as never)})
     on conflict (snapshot_hash) do update set status = 'pending', error = null, attested_by = excluded.attested_by,
       tx_hash = null, raw_tx = null, nonce = null, updated_at = now()
-      where trust_attestations.status = 'failed'`;
-  return (await findAttestation(sql, a.snapshotHash))!;
+      where trust_attestations.status = 'failed'
+    returning 1`;
+  return { row: (await findAttestation(sql, a.snapshotHash))!, opened: opened.length === 1 };
 }
 
 /**

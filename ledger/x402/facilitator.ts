@@ -7,10 +7,10 @@ import path from 'node:path';
 import { Client, PublicKey } from '@hashgraph/sdk';
 import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from '@x402/core/types';
 import { toLedgerError } from '../errors.js';
-import { publicKeyFromMirror, type KeyType, parsePrivateKey, signTransaction } from '../keys.js';
+import { publicKeyFromMirror, type KeyType, parsePrivateKey, signTransaction } from '@agent-passport/core/keys';
 import type { MirrorClient } from '../mirror.js';
 import { queryReceipt } from '../operations.js';
-import { EXACT_SCHEME } from './network.js';
+import { EXACT_SCHEME } from '@agent-passport/core/x402/network';
 import { sha256Hex } from '../../domain/hash.js';
 import { payloadTransactionBase64, verifyHederaPayment, type VerifyPolicy, type VerifyResult } from './verifyPayment.js';
 

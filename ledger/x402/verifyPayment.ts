@@ -13,7 +13,7 @@
 //  - max transaction fee and valid duration bounded; not expired, not from the future; not seen.
 import { AccountId, Hbar, PublicKey, Transaction, TransferTransaction } from '@hashgraph/sdk';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { ENTITY_ID, EXACT_SCHEME, HBAR_ASSET, isHederaNetwork } from './network.js';
+import { ENTITY_ID, EXACT_SCHEME, HBAR_ASSET, isHederaNetwork } from '@agent-passport/core/x402/network';
 
 export type InvalidReason =
   | 'unsupported_scheme'

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createLedgerClient, type RetryOptions } from '../../ledger/client.js';
 import { MirrorClient } from '../../ledger/mirror.js';
 import { FileSettlementStore, HederaExactFacilitator, MemorySettlementStore } from '../../ledger/x402/facilitator.js';
-import { x402NetworkId } from '../../ledger/x402/network.js';
+import { x402NetworkId } from '@agent-passport/core/x402/network';
 
 export interface FacilitatorServerOptions {
   host?: string;

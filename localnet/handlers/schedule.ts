@@ -13,11 +13,17 @@ import {
 import { HandleError, fail, type ApplyCtx, type Handler } from './types.js';
 
 export const isExpired = (s: Schedule, ns: Ns) => s.executedNs === null && s.deletedNs === null && s.expirationNs <= ns;
+/**
+ * Past its expiration the network purges a schedule whatever became of it (executed, deleted or
+ * neither; hedera-services purgeExpiredSchedulesBetween): sign, delete and ScheduleGetInfo answer
+ * INVALID_SCHEDULE_ID from then on (the mirror keeps its history).
+ */
+export const isPurged = (s: Schedule, ns: Ns) => s.expirationNs <= ns;
 
 function liveSchedule(state: LedgerState, id: P.IScheduleID | null | undefined, ns: Ns): Schedule {
   const s = state.schedules.get(scheduleNum(id));
-  // An expired schedule is gone from state on the real network, hence INVALID_SCHEDULE_ID.
-  if (!s || isExpired(s, ns)) return fail(Status.INVALID_SCHEDULE_ID);
+  // A schedule past its expiration is gone from state on the real network, hence INVALID_SCHEDULE_ID.
+  if (!s || isPurged(s, ns)) return fail(Status.INVALID_SCHEDULE_ID);
   if (s.executedNs !== null) return fail(Status.SCHEDULE_ALREADY_EXECUTED);
   if (s.deletedNs !== null) return fail(Status.SCHEDULE_ALREADY_DELETED);
   return s;

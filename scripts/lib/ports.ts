@@ -14,6 +14,41 @@ export function freePort(): Promise<number> {
   });
 }
 
+const bindable = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
+/**
+ * A free port below the kernel's ephemeral range (20000-32767), with `offsets` from it free too, none in
+ * `taken` (which it extends). Ports chosen by the kernel for port-0 binds (freePort, other programs'
+ * metrics or test servers) are never in this range, so a port picked here is not taken by one of those
+ * between the pick and its use. (The Temporal server also stores membership ports in a smallint column.)
+ */
+export async function freeLowPort(offsets: number[] = [0], taken: Set<number> = new Set()): Promise<number> {
+  for (;;) {
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    const ports = offsets.map((d) => base + d);
+    if (ports.some((p) => taken.has(p) || p < 1024 || p > 32_767)) continue;
+    let ok = true;
+    for (const p of ports) if (!(await bindable(p))) ok = false;
+    if (!ok) continue;
+    for (const p of ports) taken.add(p);
+    return base;
+  }
+}
+
+/** n distinct free ports below the ephemeral range (see freeLowPort) */
+export async function freeLowPorts(n: number): Promise<number[]> {
+  const taken = new Set<number>();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(await freeLowPort([0], taken));
+  return out;
+}
+
 export function isPortOpen(port: number, host = '127.0.0.1', timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host });

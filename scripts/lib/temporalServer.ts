@@ -3,9 +3,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { startChild } from './children.js';
-import { waitForPort } from './ports.js';
+import { startChild, waitForReady } from './children.js';
+import { isPortOpen } from './ports.js';
 import { findOrInstallTemporalCli, SDK_DOWNLOAD } from './temporalCli.js';
+// the custom search attributes: declared to the dev server by flags (a cluster: `npm run temporal:setup`)
+import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
 
 export interface TemporalDevServer {
   address: string;
@@ -21,6 +23,8 @@ export interface TemporalDevServerOptions {
   /** Remote codec the Web UI calls to decode payloads (--ui-codec-endpoint). */
   codecEndpoint?: string;
   log?: (line: string) => void;
+  /** ends the wait for start-up (the launcher's Ctrl-C); the server is stopped then */
+  signal?: AbortSignal;
 }
 
 /** The dev launcher's Temporal: fixed ports from the environment, SQLite under .data, the UI decoding through the API's codec. */
@@ -32,18 +36,6 @@ export function devLauncherTemporalOptions(env: { apiPort: number; temporalPort?
     codecEndpoint: `http://localhost:${env.apiPort}/codec`,
   };
 }
-
-/**
- * Custom search attributes the workflows upsert (DESIGN.md section 10 "Marketplace"): registered at
- * start so operators filter task lifecycles in the Web UI (an unregistered one fails the workflow task).
- */
-export const SEARCH_ATTRIBUTES: Record<string, 'Keyword' | 'Double'> = {
-  TaskStatus: 'Keyword',
-  EscrowStatus: 'Keyword',
-  PosterDid: 'Keyword',
-  ClaimerDid: 'Keyword',
-  PriceHbar: 'Double',
-};
 
 /** Arguments of `temporal server start-dev` (checked against CLI v1.5.1's --help). */
 export function temporalDevServerArgs(opts: TemporalDevServerOptions): string[] {
@@ -72,11 +64,14 @@ export async function startTemporalDevServer(opts: TemporalDevServerOptions): Pr
   }
   if (opts.dbFile) fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const args = temporalDevServerArgs(opts);
+  if (await isPortOpen(opts.port)) throw new Error(`port ${opts.port} (Temporal frontend) is already in use`);
   const child = startChild('temporal', cli, args, { output: (line) => log(`temporal: ${line}`) });
-  const exitedEarly = child.exited.then((code) => {
-    throw new Error(`temporal dev server exited with code ${code}`);
-  });
-  await Promise.race([waitForPort(opts.port, { timeoutMs: 60_000, what: 'Temporal dev server' }), exitedEarly]);
-  exitedEarly.catch(() => {});
+  // no wall-clock deadline: a loaded machine gets the time it needs while the server makes progress
+  try {
+    await waitForReady(child, { what: 'the Temporal dev server', ready: () => isPortOpen(opts.port), signal: opts.signal, log });
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
   return { address, uiUrl: opts.uiPort ? `http://localhost:${opts.uiPort}` : undefined, stop: () => child.stop() };
 }

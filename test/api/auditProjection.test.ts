@@ -11,10 +11,11 @@ import type { FastifyInstance } from 'fastify';
 import { createSql, type Sql } from '../../db/client.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import { createPassportLedgerActivities } from '../../activities/ledger/passports.js';
-import { IdempotentSubmitter } from '../../ledger/submit.js';
+import { createLedgerServices } from '../../ledger/services.js';
+import type { IdempotentSubmitter } from '../../ledger/submit.js';
 import { buildTopicMessage } from '../../ledger/operations.js';
-import { catchUpAuditTopic } from '../../api/auditProjection.js';
-import type { PassportAuditEvent } from '../../workflows/passportIds.js';
+import { catchUpAuditTopic } from '../../api/passports/auditProjection.js';
+import type { PassportAuditEvent } from '../../workflows/contracts/passport.js';
 import { buildTestApp } from '../support/app.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
 
@@ -40,11 +41,12 @@ describe('GET /audit from the audit topic projection', () => {
     await ensureDatabase(dbUrl);
     await migrate(dbUrl);
     sql = createSql(dbUrl, { max: 4 });
-    const { deployment, client, mirror } = stack.ledger;
+    const { deployment } = stack.ledger;
     tokenId = deployment.passportTokenId;
     topicId = deployment.topics.audit;
-    submitter = new IdempotentSubmitter({ sql, client, mirror });
-    const { publishAudit } = createPassportLedgerActivities({ sql, ledger: { deployment, client, mirror, submitter } });
+    const ledger = createLedgerServices(stack.ledger, { sql });
+    submitter = ledger.submitter;
+    const { publishAudit } = createPassportLedgerActivities({ sql, ledger });
     const event = (serial: number, i: number): PassportAuditEvent =>
       i === 0
         ? { v: 1, type: 'passport.issued', did: `did:hedera:local:0.0.${1000 + serial}`, tokenId, serial, timestamp: 1_700_000_000_000 + i, tier: 'bronze' }

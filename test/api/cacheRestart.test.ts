@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import postgres from 'postgres';
 import type { FastifyInstance } from 'fastify';
 import { createSql, type Sql } from '../../db/client.js';
-import { upsertTask } from '../../db/queries/tasks.js';
+import { upsertTask } from '../../db/queries/marketTasks.js';
 import type { TaskRecord } from '../../domain/market.js';
 import { buildTestApp } from '../support/app.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';

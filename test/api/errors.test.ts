@@ -1,10 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp } from '../support/app.js';
 import { recordSecret } from '../support/secrets.js';
 import { isCatalogCode } from '../../domain/errors.js';
 import { BODY_LIMIT_BYTES } from '../../api/app.js';
+import { createSql } from '../../db/client.js';
+import { freePort } from '../../scripts/lib/ports.js';
+
+/** a role PostgreSQL refuses every connection of (too_many_connections, SQLSTATE 53300), as when its slots are used up */
+const NO_SLOT_ROLE = 'agent_passport_test_no_slot';
+/** a port nothing listens on (picked free, never bound) */
+const closedPort = () => freePort();
 
 function expectErrorBody(body: Record<string, unknown>, code: string) {
   expect(body.code).toBe(code);
@@ -22,6 +29,25 @@ describe('error handling', () => {
     app = await buildTestApp({
       PAYLOAD_CODEC_KEY: randomBytes(32).toString('hex'),
       ADMIN_TOKEN_SHA256: createHash('sha256').update(adminToken).digest('hex'),
+    });
+    // Routes whose PostgreSQL cannot serve: nothing listens on the port; the role has no connection slot left.
+    app.get('/__test/db-refused', async () => {
+      const sql = createSql(`postgres://postgres@127.0.0.1:${await closedPort()}/postgres`);
+      try {
+        return await sql`select 1`;
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    });
+    app.get('/__test/db-full', async () => {
+      const base = new URL(inject('databaseUrl'));
+      base.username = NO_SLOT_ROLE;
+      const sql = createSql(base.toString());
+      try {
+        return await sql`select 1`;
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
     });
     // A route that fails unexpectedly, to see what leaks.
     app.get('/__test/boom', async () => {
@@ -74,6 +100,21 @@ describe('error handling', () => {
     expectErrorBody(res.json(), 'internal_server_error');
     expect(res.body).not.toContain('hunter2');
     expect(res.json().retryable).toBe(true);
+  });
+
+  it('a database that cannot serve (connection refused, no connection slot left) answers 503 service_unavailable, retryable', async () => {
+    const admin = createSql(inject('databaseUrl'));
+    try {
+      await admin.unsafe(`do $$ begin if not exists (select 1 from pg_roles where rolname = '${NO_SLOT_ROLE}') then create role ${NO_SLOT_ROLE} login connection limit 0; end if; end $$`);
+    } finally {
+      await admin.end();
+    }
+    for (const url of ['/__test/db-refused', '/__test/db-full']) {
+      const res = await app.inject(url);
+      expect(res.statusCode, url).toBe(503);
+      expectErrorBody(res.json(), 'service_unavailable');
+      expect(res.json().retryable).toBe(true);
+    }
   });
 
   it('admin routes: no token 401, wrong token 403, right token 200', async () => {

@@ -20,7 +20,6 @@ import { recordSecret } from '../support/secrets.js';
 import { isCatalogCode } from '../../domain/errors.js';
 import { lazyTemporalClient } from '../../temporal/client.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
-import { passportStateFor } from '../../api/passportState.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 8);
 /**
@@ -316,7 +315,7 @@ describe('fuzz: every /openapi.json operation', () => {
       { sql, ledger: stack.ledger, temporal: temporal.get },
     );
     // No worker polls this task queue: a request that starts a workflow answers 202 after a short wait.
-    const state = passportStateFor(stack.ledger);
+    const state = app.workflowSettings;
     state.workflowWaitMs = 300;
     state.workflowIdScope = `fuzz-${randomBytes(4).toString('hex')}-`;
     if (TRANSPORT === 'http') {

@@ -209,6 +209,13 @@ describe('issue 8 hardening (no ledger)', () => {
       }
     });
 
+    it('shows an unencrypted payload as it is stored (display only; the worker and the API refuse it)', async () => {
+      const app = await build({ NODE_ENV: 'production', PAYLOAD_CODEC_KEY: codecKey, ADMIN_TOKEN_SHA256: adminSha });
+      const res = await app.inject({ method: 'POST', url: '/codec/decode', headers: { authorization: `Bearer ${adminToken}` }, payload: { payloads: [plainPayload] } });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().payloads).toEqual([plainPayload]);
+    });
+
     it('with no admin token configured, the codec is closed outside development', async () => {
       const app = await build({ NODE_ENV: 'test', PAYLOAD_CODEC_KEY: codecKey });
       expect((await decode(app, { remoteAddress: '127.0.0.1' })).statusCode).toBe(401);

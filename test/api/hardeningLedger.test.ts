@@ -81,6 +81,36 @@ function routeFiles(): RouteFile[] {
   });
 }
 
+/**
+ * The feature homes under api/ (issue 21: a feature's state and orchestration, which throw most of its
+ * refusals) and the route files that answer through them.
+ */
+const FEATURE_ROUTES: Record<string, string[]> = {
+  market: ['market/'],
+  passports: ['passports.ts', 'admin.ts', 'did.ts', 'audit.ts'],
+  agents: ['agents/', 'agentCard.ts'],
+  registry: ['registry/', 'oauth.ts'],
+  trust: ['trust/', 'wellKnown.ts'],
+  a2a: ['a2a.ts'],
+  search: ['search.ts', 'feed.ts'],
+  health: ['health.ts'],
+};
+
+/** Every source file of a feature home, with the catalog codes it names (same reading as routeFiles). */
+function featureFiles(): { file: string; feature: string; codes: Set<string> }[] {
+  const root = new URL('../../api/', import.meta.url);
+  return Object.keys(FEATURE_ROUTES).flatMap((feature) =>
+    (readdirSync(new URL(`${feature}/`, root), { recursive: true }) as string[])
+      .filter((f) => f.endsWith('.ts'))
+      .sort()
+      .map((f) => {
+        const source = readFileSync(new URL(`${feature}/${f}`, root), 'utf8');
+        const codes = new Set([...source.matchAll(/'([a-z0-9_]+)'/g)].map((m) => m[1]!).filter((c) => CATALOG_CODES.has(c)));
+        return { file: `${feature}/${f}`, feature, codes };
+      }),
+  );
+}
+
 describe('issue 8 hardening against PostgreSQL and localnet', () => {
   let stack: LedgerStack;
   let sql: Sql;
@@ -230,6 +260,22 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
         // a helper file declaring no route (market/shared.ts ...) answers through the routes of its folder
         const own = routes.length ? routes.map((r) => r.url) : files.filter((f) => f.folder === folder && folder !== '').flatMap((f) => f.routes.map((r) => r.url));
         for (const code of codes) if (!listedFor(code, own)) problems.push(`${file}: ${code} not listed for any of ${own.join(', ') || '(no routes)'}`);
+      }
+      expect(problems).toEqual([]);
+    });
+
+    it("a code a feature home (api/<feature>/) answers is listed for one of its feature's routes (or for every route)", () => {
+      const byCode = new Map<string, readonly string[]>(entries.map((e) => [e.code, e.affected_routes]));
+      const routes = routeFiles();
+      const problems: string[] = [];
+      const homes = featureFiles();
+      expect(homes.map((f) => f.file)).toEqual(expect.arrayContaining(['market/posting.ts', 'passports/paidRequest.ts', 'trust/ownership.ts', 'a2a/messages.ts']));
+      for (const { file, feature, codes } of homes) {
+        const own = routes.filter((r) => FEATURE_ROUTES[feature]!.some((prefix) => r.file === prefix || r.file.startsWith(prefix))).flatMap((r) => r.routes.map((x) => x.url));
+        for (const code of codes) {
+          const listed = byCode.get(code) ?? [];
+          if (!listed.includes('*') && !own.some((r) => listed.includes(r))) problems.push(`api/${file}: ${code} not listed for any of ${own.join(', ') || '(no routes)'}`);
+        }
       }
       expect(problems).toEqual([]);
     });

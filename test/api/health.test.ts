@@ -32,6 +32,47 @@ describe('health and readiness', () => {
     }
   });
 
+  it('GET /health/ready answers from a status refreshed at most once a second: one PostgreSQL query and one Temporal call however many probes', async () => {
+    const config = testConfig({ TEMPORAL_ADDRESS: inject('temporalAddress') });
+    const temporal = lazyTemporalClient(config);
+    // count the readiness queries and Temporal calls made by the real clients
+    let selects = 0;
+    let systemInfos = 0;
+    const countingSql = new Proxy(sql, {
+      apply(target, thisArg, args: unknown[]) {
+        if (Array.isArray(args[0]) && args[0].join('') === 'select 1') selects++;
+        return Reflect.apply(target, thisArg, args);
+      },
+    });
+    const countingTemporal = async () => {
+      const client = await temporal.get();
+      const service = new Proxy(client.workflowService, {
+        get(target, prop, receiver) {
+          if (prop === 'getSystemInfo') systemInfos++;
+          return Reflect.get(target, prop, receiver);
+        },
+      });
+      return new Proxy(client, { get: (target, prop, receiver) => (prop === 'workflowService' ? service : Reflect.get(target, prop, receiver)) });
+    };
+    let now = Date.parse('2030-01-01T00:00:00Z');
+    const app = await buildTestApp({ TEMPORAL_ADDRESS: inject('temporalAddress') }, { sql: countingSql, temporal: countingTemporal, now: () => new Date(now) });
+    try {
+      const first = await Promise.all(Array.from({ length: 20 }, () => app.inject('/health/ready')));
+      for (let i = 0; i < 20; i++) first.push(await app.inject('/health/ready'));
+      expect(first.map((r) => r.statusCode)).toEqual(Array(40).fill(200));
+      expect([selects, systemInfos]).toEqual([1, 1]);
+      now += 999;
+      expect((await app.inject('/health/ready')).statusCode).toBe(200);
+      expect([selects, systemInfos]).toEqual([1, 1]);
+      now += 1; // one second after the first check: the next probe checks again, once
+      await Promise.all(Array.from({ length: 10 }, () => app.inject('/health/ready')));
+      expect([selects, systemInfos]).toEqual([2, 2]);
+    } finally {
+      await app.close();
+      await temporal.close();
+    }
+  });
+
   it('GET /health/ready is 503 service_unavailable naming the failing dependency, never its raw error', async () => {
     const raw = 'connect ECONNREFUSED 10.1.2.3:7233 user=temporal-admin';
     const app = await buildTestApp({}, { sql, temporal: async () => Promise.reject(new Error(raw)) });

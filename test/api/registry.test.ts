@@ -16,6 +16,8 @@ import { buildTestApp, testConfig } from '../support/app.js';
 import { connectTestTemporal, type TestTemporal } from '../support/temporal.js';
 import { eventually } from '../support/eventually.js';
 import { recordSecret } from '../support/secrets.js';
+import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
+import { signedHeaders, type TestAgent } from '../support/signing.js';
 
 interface Res {
   status: number;
@@ -41,8 +43,8 @@ async function call(app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url
   return { status: res.statusCode, headers: res.headers, body: res.body ? res.json() : {} };
 }
 
-const register = async (app: FastifyInstance, body: Record<string, unknown>, ip = freshIp()) => {
-  const r = await call(app, 'POST', '/api/v1/agents/register', { ip, body });
+const register = async (app: FastifyInstance, body: Record<string, unknown>, ip = freshIp(), headers: Record<string, string> = {}) => {
+  const r = await call(app, 'POST', '/api/v1/agents/register', { ip, body, headers });
   if (typeof r.body.api_key === 'string') recordSecret('registry api key', r.body.api_key); // shown once, never stored nor logged
   return r;
 };
@@ -51,21 +53,31 @@ const register = async (app: FastifyInstance, body: Record<string, unknown>, ip 
 describe('registry keys (PostgreSQL, Temporal)', () => {
   let sql: Sql;
   let t: TestTemporal;
+  let stack: LedgerStack;
   let clock = new Date('2031-03-14T12:00:00.000Z');
   let app: FastifyInstance;
-  const owner = 'did:hedera:local:0.0.4521';
+  /** the owner of sponsored registrations, who signs them (issue 20 item 8), and another account */
+  let ownerAgent: TestAgent;
+  let stranger: TestAgent;
+  let owner: string;
+  /** A sponsored registration: owner named and the request signed by it. */
+  const sponsored = async (target: FastifyInstance, name: string, ip = freshIp()) => register(target, { name, owner }, ip, await signedHeaders(target, ownerAgent));
 
   beforeAll(async () => {
     sql = createSql(inject('databaseUrl'), { max: 8 });
     t = await connectTestTemporal('registry');
+    stack = await startLedgerStack('registry');
+    [ownerAgent, stranger] = stack.localnet.config.accounts;
+    owner = ownerAgent.did;
     app = await buildTestApp(
-      { RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7', TEMPORAL_TASK_QUEUE: t.taskQueue },
-      { sql, temporal: async () => t.client, now: () => clock },
+      { ...stack.env, RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7', TEMPORAL_TASK_QUEUE: t.taskQueue },
+      { sql, ledger: stack.ledger, temporal: async () => t.client, now: () => clock },
     );
   });
   afterAll(async () => {
     await app?.close();
     await t?.close();
+    await stack?.stop();
     await sql?.end();
   });
 
@@ -177,7 +189,7 @@ describe('registry keys (PostgreSQL, Temporal)', () => {
     const start = clock;
     try {
       clock = new Date('2031-05-01T23:59:58.500Z');
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => register(app, { name: `sponsored-${i}`, owner })));
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => sponsored(app, `sponsored-${i}`)));
       const ok = results.filter((r) => r.status === 200);
       expect(ok).toHaveLength(7);
       for (const r of ok) {
@@ -200,7 +212,7 @@ describe('registry keys (PostgreSQL, Temporal)', () => {
 
       // UTC midnight: a fresh budget
       clock = new Date('2031-05-02T00:00:00.500Z');
-      const next = await Promise.all(Array.from({ length: 9 }, (_, i) => register(app, { name: `next-${i}`, owner })));
+      const next = await Promise.all(Array.from({ length: 9 }, (_, i) => sponsored(app, `next-${i}`)));
       expect(next.filter((r) => r.status === 200)).toHaveLength(7);
       expect(await sponsoredUsed(sql, '2031-05-02')).toBe(7);
       expect(await sponsoredUsed(sql, '2031-05-01')).toBe(7);
@@ -209,15 +221,50 @@ describe('registry keys (PostgreSQL, Temporal)', () => {
     }
   });
 
+  it('records an owner only when the request is signed by that DID (issue 20 item 8)', async () => {
+    const start = clock;
+    try {
+      clock = new Date('2031-07-01T10:00:00.000Z');
+      // unsigned: the plain registration, no owner, nothing sponsored, no workflow
+      const unsigned = await register(app, { name: 'claims-an-owner', owner });
+      expect(unsigned.status).toBe(200);
+      expect(unsigned.body).toMatchObject({ name: 'claims-an-owner', owner: null, sponsored: false });
+      expect(unsigned.body.directory_record).toBeUndefined();
+      expect(await sponsoredUsed(sql, '2031-07-01')).toBe(0);
+      await expect(t.client.workflow.getHandle(`registry-sponsored:${unsigned.body.id}`).describe()).rejects.toThrow();
+      const [row] = await sql`select owner, sponsored from registry_keys where id = ${unsigned.body.id}`;
+      expect(row).toEqual({ owner: null, sponsored: false });
+
+      // signed by another DID: refused as on every signed route, nothing registered
+      const other = await register(app, { name: 'wrong-signer', owner }, freshIp(), await signedHeaders(app, stranger));
+      expect(other.status).toBe(403);
+      expect(other.body.code).toBe('auth_did_mismatch');
+      // a partial signature is refused too (never silently unsigned)
+      const partial = await register(app, { name: 'partial', owner }, freshIp(), { 'x-service-did': owner });
+      expect(partial.status).toBe(401);
+      expect(partial.body.code).toBe('auth_header_missing');
+      const [{ count }] = await sql`select count(*)::int as count from registry_keys where name in ('wrong-signer', 'partial')`;
+      expect(count).toBe(0);
+
+      // signed by the owner: sponsored
+      const signed = await sponsored(app, 'signed-owner');
+      expect(signed.status).toBe(200);
+      expect(signed.body).toMatchObject({ owner, sponsored: true });
+      expect(await sponsoredUsed(sql, '2031-07-01')).toBe(1);
+    } finally {
+      clock = start;
+    }
+  });
+
   it('without Temporal a sponsored registration is withdrawn: 503, no row, its budget place given back', async () => {
     const start = clock;
     const down = await buildTestApp(
-      { RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7' },
-      { sql, temporal: async () => Promise.reject(new Error('temporal down')), now: () => clock },
+      { ...stack.env, RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7' },
+      { sql, ledger: stack.ledger, temporal: async () => Promise.reject(new Error('temporal down')), now: () => clock },
     );
     try {
       clock = new Date('2031-06-01T10:00:00.000Z');
-      const r = await register(down, { name: 'no-temporal', owner });
+      const r = await sponsored(down, 'no-temporal');
       expect(r.status).toBe(503);
       expect(r.body.code).toBe('service_unavailable');
       expect(await sponsoredUsed(sql, '2031-06-01')).toBe(0);

@@ -17,6 +17,10 @@ describe('chaos: SIGKILLs of worker, API and localnet under load', () => {
       concurrency: 6,
       settleMs: 60_000,
       opTimeoutMs: 120_000,
+      // issue 23: payments are settled one way or the other 15 s after they were recorded, whether or not the client comes back
+      reconcileAfterMs: 15_000,
+      reconcileEveryMs: 2_000,
+      abandonRate: 0.3,
       seed: Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000),
       databaseUrl: inject('databaseUrl'),
       temporalAddress: inject('temporalAddress'),

@@ -3,10 +3,17 @@
  * API while the worker, the API and localnet are SIGKILLed at random moments and restarted (localnet
  * replays its journal), with localnet faults (BUSY, UNAVAILABLE, slow consensus) switched on between
  * kills. Clients behave as x402 clients: they retry the same request (the same PAYMENT-SIGNATURE,
- * the same body) until they get a final answer. At the end the ledger is audited through the mirror:
- * at most one passport per agent, every payment delivered or refunded exactly once, every completed
- * task paid exactly once and every cancelled funded task refunded exactly once, no task lost (each
- * has a workflow and a projection that agree).
+ * the same body) until they get a final answer, except a share of the passport buyers (abandonRate)
+ * that give up for good the first time their paid request gets no answer (NOTES.md: such a client
+ * never comes back). At the end the ledger is audited through the mirror: at most one passport per
+ * agent, every payment delivered or refunded exactly once, every completed task paid exactly once and
+ * every cancelled funded task refunded exactly once, no task lost (each has a workflow and a
+ * projection that agree), and (issue 23) every payment that reached the ledger ends as a passport or
+ * a refund within the payment reconciler's bound, whether or not its client came back: the worker
+ * runs the reconciler with PAYMENT_RECONCILE_AFTER_MS = reconcileAfterMs, and the service's own
+ * payment records must agree (none still verified or settled without an outcome after the bound);
+ * and the escrow audit (ledger/escrowAudit.ts, the `npm run audit:escrow` check): the escrow
+ * account's balance equals the funded, unpaid escrows, to the tinybar.
  *
  * Used by `npm run test:chaos` (scripts/chaos.ts, the full run) and test/chaos/chaos.test.ts (short).
  */
@@ -20,9 +27,12 @@ import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { createSql, type Sql } from '../../db/client.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import type { LocalnetConfig } from '../../localnet/index.js';
-import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
+import { createPayingFetch } from '@agent-passport/core/x402/clientScheme';
+import { auditEscrow, formatEscrowAudit, type EscrowAuditReport } from '../../ledger/escrowAudit.js';
+import { MirrorClient } from '../../ledger/mirror.js';
 import { freePort } from '../../scripts/lib/ports.js';
-import { taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
+import { taskStateQuery, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
+import { deletePaymentReconciler } from '../../worker/paymentReconciler.js';
 import { sdkClient } from '../localnet/harness.js';
 import { databaseUrlOf, startChildProcess, startChildWorker, type ChildWorker } from '../reliability/childWorker.js';
 import { dumpDatabase, keepLocalnetData, recordSecret } from '../support/secrets.js';
@@ -48,13 +58,26 @@ export interface ChaosOptions {
   opTimeoutMs: number;
   /** which processes may be killed */
   targets: Target[];
+  /** the payment reconciler's bound (PAYMENT_RECONCILE_AFTER_MS of the worker; default 20 s) */
+  reconcileAfterMs?: number;
+  /** how often it runs (PAYMENT_RECONCILE_EVERY_MS; default 2 s) */
+  reconcileEveryMs?: number;
+  /** share of passport buyers that never retry a paid request that got no answer (default 0.25) */
+  abandonRate?: number;
   seed: number;
   databaseUrl: string;
   temporalAddress: string;
+  /** the Temporal namespace of the run (default: default) */
+  namespace?: string;
   log: (line: string) => void;
+  /**
+   * Another topology than one localnet, one API and one worker (test/cluster/stack.ts: two of each
+   * behind an entry point, on a Temporal cluster): built from the parts of the default stack.
+   */
+  makeStack?: (parts: StackParts) => Stack;
 }
 
-export type Target = 'worker' | 'api' | 'localnet';
+export type Target = 'worker' | 'api' | 'localnet' | 'temporal';
 
 export interface ChaosReport {
   agents: number;
@@ -69,9 +92,13 @@ export interface ChaosReport {
   doublePayouts: number;
   lostTasks: number;
   lostPayments: number;
+  /** passport buyers that gave up after a paid request without an answer (they never came back) */
+  abandoned: number;
   refusals: number;
   recoveryMs: { samples: number; p50: number | null; p99: number | null; max: number | null };
   durationMs: number;
+  /** the escrow audit's figures at the end (npm run audit:escrow) */
+  escrow: EscrowAuditReport | null;
   violations: string[];
 }
 
@@ -95,17 +122,29 @@ interface Answer {
   body: Json;
 }
 
+/** what the run prepares for its stack: the environments of its processes and the API's URL */
+export interface StackParts {
+  localnetEnv: Record<string, string>;
+  apiEnv: Record<string, string>;
+  workerEnv: Record<string, string>;
+  apiUrl: string;
+}
+
 /** the processes of one stack: SIGKILL and restart each on the same ports and data */
-class Stack {
+export class Stack {
   localnet!: ChildWorker;
   api!: ChildWorker;
   worker!: ChildWorker;
-  constructor(
-    readonly localnetEnv: Record<string, string>,
-    readonly apiEnv: Record<string, string>,
-    readonly workerEnv: Record<string, string>,
-    readonly apiUrl: string,
-  ) {}
+  readonly localnetEnv: Record<string, string>;
+  readonly apiEnv: Record<string, string>;
+  readonly workerEnv: Record<string, string>;
+  apiUrl: string;
+  constructor(parts: StackParts) {
+    this.localnetEnv = parts.localnetEnv;
+    this.apiEnv = parts.apiEnv;
+    this.workerEnv = parts.workerEnv;
+    this.apiUrl = parts.apiUrl;
+  }
 
   startLocalnet() {
     // about 2 s from its state snapshot; the long bound covers a start without a usable snapshot, which
@@ -116,12 +155,13 @@ class Stack {
     const probe = async () => (await fetch(`${this.apiUrl}/health`).catch(() => null))?.status === 200;
     return startChildProcess({ name: 'api', entry: path.join(root, 'api', 'server.ts'), env: this.apiEnv, ready: probe });
   }
-  async start(): Promise<void> {
-    this.localnet = await this.startLocalnet();
+  /** the API and the worker, once localnet is up */
+  async startServices(): Promise<void> {
     [this.api, this.worker] = await Promise.all([this.startApi(), startChildWorker(this.workerEnv)]);
   }
   /** SIGKILL, then start again; resolves when the new process is ready */
   async killAndRestart(target: Target): Promise<void> {
+    if (target === 'temporal') throw new Error('this stack does not run the Temporal server');
     await this[target].kill('SIGKILL');
     // a process that does not come back is retried: the run must go on
     for (let attempt = 1; ; attempt++) {
@@ -155,34 +195,39 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const [grpcPort, mirrorPort, facilitatorPort, apiPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const localnetJson = path.join(dir, 'localnet.json');
   const taskQueue = `chaos-${process.pid}-${Date.now()}`;
-  const common = { LOCALNET_CONFIG_PATH: localnetJson, HEDERA_NETWORK: 'local', DATABASE_URL: databaseUrlOf(sql), TEMPORAL_ADDRESS: o.temporalAddress, TEMPORAL_NAMESPACE: 'default', TEMPORAL_TASK_QUEUE: taskQueue };
+  const common = { LOCALNET_CONFIG_PATH: localnetJson, HEDERA_NETWORK: 'local', DATABASE_URL: databaseUrlOf(sql), TEMPORAL_ADDRESS: o.temporalAddress, TEMPORAL_NAMESPACE: o.namespace ?? 'default', TEMPORAL_TASK_QUEUE: taskQueue };
+  const reconcileAfterMs = o.reconcileAfterMs ?? 20_000;
+  const reconcileEveryMs = o.reconcileEveryMs ?? 2_000;
+  const abandonRate = o.abandonRate ?? 0.25;
   const apiUrl = `http://127.0.0.1:${apiPort}`;
-  const stack = new Stack(
-    { LOCALNET_DATA_DIR: path.join(dir, 'localnet'), LOCALNET_GRPC_PORT: String(grpcPort), LOCALNET_MIRROR_PORT: String(mirrorPort), FACILITATOR_PORT: String(facilitatorPort), LOCALNET_JSON: localnetJson },
-    { ...common, HOST: '127.0.0.1', PORT: String(apiPort), RATE_LIMIT_MAX: '1000000', LOG_LEVEL: 'error' },
-    common,
+  const parts: StackParts = {
+    localnetEnv: { LOCALNET_DATA_DIR: path.join(dir, 'localnet'), LOCALNET_GRPC_PORT: String(grpcPort), LOCALNET_MIRROR_PORT: String(mirrorPort), FACILITATOR_PORT: String(facilitatorPort), LOCALNET_JSON: localnetJson },
+    apiEnv: { ...common, HOST: '127.0.0.1', PORT: String(apiPort), RATE_LIMIT_MAX: '1000000', LOG_LEVEL: 'error' },
+    workerEnv: { ...common, PAYMENT_RECONCILE_AFTER_MS: String(reconcileAfterMs), PAYMENT_RECONCILE_EVERY_MS: String(reconcileEveryMs) },
     apiUrl,
-  );
+  };
+  const stack = o.makeStack ? o.makeStack(parts) : new Stack(parts);
   const connection = await Connection.connect({ address: o.temporalAddress });
-  const temporal = new TemporalClient({ connection, namespace: 'default' });
-  const kills: Record<Target, number> = { worker: 0, api: 0, localnet: 0 };
+  const temporal = new TemporalClient({ connection, namespace: o.namespace ?? 'default' });
+  const kills: Record<Target, number> = { worker: 0, api: 0, localnet: 0, temporal: 0 };
   const faults: Record<string, number> = { busy: 0, unavailable: 0, delay: 0 };
   try {
     stack.localnet = await stack.startLocalnet();
     const cfg = JSON.parse(readFileSync(localnetJson, 'utf8')) as LocalnetConfig;
     recordSecret('chaos localnet operator key', cfg.operator.privateKey);
+    recordSecret('chaos localnet escrow key', cfg.escrowPrivateKey);
     const mirrorBase = cfg.mirrorUrl.replace(/\/api\/v1\/?$/, '');
 
     // agents: fresh funded accounts (localnet bootstraps only 6)
     o.log(`[chaos] creating ${o.issuances} agent accounts`);
     const agents = await createAgents(cfg, o.issuances);
-    [stack.api, stack.worker] = await Promise.all([stack.startApi(), startChildWorker(stack.workerEnv)]);
+    await stack.startServices();
     o.log('[chaos] stack up: localnet, API and worker processes');
 
     // ---- the clients -------------------------------------------------------------------------
     const ask = async (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer | null> => {
       try {
-        const res = await fetch(`${apiUrl}${urlPath}`, {
+        const res = await fetch(`${stack.apiUrl}${urlPath}`, {
           method,
           headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
           body: body === undefined ? undefined : JSON.stringify(body),
@@ -217,9 +262,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const holders: TestAgent[] = [];
     let issuancesEnded = 0;
     let issued = 0;
+    let abandoned = 0;
     async function buyPassport(agent: TestAgent): Promise<void> {
       let payment: string | null = null;
-      const body = JSON.stringify({ tier: 'bronze' });
+      // the marketplace is for gold and platinum passports (SPEC 2 trust ladder)
+      // decided up front, so the seed reproduces who gives up
+      const comesBack = rand() >= abandonRate;
+      const body = JSON.stringify({ tier: 'gold' });
       const t0 = Date.now();
       let last = '';
       for (let attempt = 0; ; attempt++) {
@@ -236,8 +285,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
               if (h) payment = h;
               return fetch(req);
             };
-            const paying = createPayingFetch({ accountId: agent.accountId, privateKey: agent.privateKey, keyType: agent.keyType, node: cfg.node, maxAmountTinybars: 10n * BigInt(TINYBARS), networks: ['local'], fetch: spy });
-            const res = await paying(`${apiUrl}/passport/request`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(90_000) });
+            const paying = createPayingFetch({ accountId: agent.accountId, privateKey: agent.privateKey, keyType: agent.keyType, node: cfg.node, maxAmountTinybars: 150n * BigInt(TINYBARS), networks: ['local'], fetch: spy });
+            const res = await paying(`${stack.apiUrl}/passport/request`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(90_000) });
             a = { status: res.status, body: (await res.json().catch(() => ({}))) as Json };
           } else {
             // the same paid request again: same payment, same body
@@ -247,6 +296,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           a = null;
         }
         last = describe(`passport for ${agent.accountId}`, a);
+        if (!a && payment && !comesBack) {
+          // it paid, got no answer, and never comes back: the service alone must settle its payment
+          abandoned++;
+          o.log(`[chaos] passport for ${agent.accountId}: no answer to the paid request; the client gives up for good`);
+          return;
+        }
         if (again(a)) continue;
         if (a!.status === 200) {
           issued++;
@@ -393,14 +448,18 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const samples = lastKill ? (lastKill as { at: number; pending: number[] }).pending.map((i) => ended.get(i)! - (lastKill as { at: number }).at).sort((a, b) => a - b) : [];
     const pct = (p: number) => (samples.length ? samples[Math.min(samples.length - 1, Math.ceil((p / 100) * samples.length) - 1)] : null);
 
-    // ---- the audit, repeated until clean or settleMs -----------------------------------------------
-    const deadline = Date.now() + o.settleMs;
+    // ---- the audit, repeated until clean or settleMs (at least the reconciler's bound) ---------------
+    const boundMs = reconcileAfterMs + 4 * reconcileEveryMs + 30_000; // a pass, its refund or issuance, the mirror
+    const deadline = Date.now() + Math.max(o.settleMs, boundMs);
     let audit: Audit;
+    let escrow: EscrowAuditReport;
     for (;;) {
-      audit = await auditLedger({ sql, temporal, mirrorBase, cfg, agents, knownTasks });
-      if (!audit.violations.length || Date.now() > deadline) break;
+      audit = await auditLedger({ sql, temporal, mirrorBase, cfg, agents, knownTasks, boundMs });
+      escrow = await auditEscrow(new MirrorClient(cfg.mirrorUrl), { escrowAccountId: cfg.escrow, marketplaceTopicId: cfg.topics.marketplace });
+      if ((!audit.violations.length && escrow.ok) || Date.now() > deadline) break;
       await sleep(3_000);
     }
+    o.log(`[chaos] escrow audit:\n${formatEscrowAudit(escrow)}`);
     return {
       agents: agents.length,
       passportsIssued: issued,
@@ -414,13 +473,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       doublePayouts: audit.doublePayouts,
       lostTasks: audit.lostTasks,
       lostPayments: audit.lostPayments,
+      abandoned,
       refusals,
       recoveryMs: { samples: samples.length, p50: pct(50), p99: pct(99), max: samples.length ? samples[samples.length - 1] : null },
       durationMs: Date.now() - started,
-      violations: audit.violations,
+      escrow,
+      violations: [...audit.violations, ...escrow.violations.map((v) => `escrow audit: ${v}`)],
     };
   } finally {
     await stack.stop();
+    await deletePaymentReconciler(temporal, taskQueue).catch(() => undefined); // the worker made it; nothing runs it any more
     await connection.close().catch(() => undefined);
     await sql.end({ timeout: 5 });
     // its rows are kept for the secrets scan first (inside a test run; a no-op for the script)
@@ -442,7 +504,7 @@ async function createAgents(cfg: LocalnetConfig, n: number): Promise<TestAgent[]
         while (next < n) {
           next++;
           const key = PrivateKey.generateED25519();
-          const tx = new AccountCreateTransaction().setKeyWithoutAlias(key.publicKey).setInitialBalance(new Hbar(100)).setMaxAutomaticTokenAssociations(10);
+          const tx = new AccountCreateTransaction().setKeyWithoutAlias(key.publicKey).setInitialBalance(new Hbar(300)).setMaxAutomaticTokenAssociations(10);
           const receipt = await (await tx.execute(client)).getReceipt(client);
           const accountId = receipt.accountId!.toString();
           const privateKey = key.toStringDer();
@@ -459,6 +521,7 @@ async function createAgents(cfg: LocalnetConfig, n: number): Promise<TestAgent[]
 
 interface MirrorTx {
   transaction_id: string;
+  consensus_timestamp?: string;
   result: string;
   memo_base64?: string;
   transfers?: { account: string; amount: number }[];
@@ -481,7 +544,7 @@ async function accountTransactions(mirrorBase: string, accountId: string): Promi
 const memoOf = (t: MirrorTx) => (t.memo_base64 ? Buffer.from(t.memo_base64, 'base64').toString('utf8') : '');
 const amountOf = (t: MirrorTx, account: string) => (t.transfers ?? []).filter((x) => x.account === account).reduce((s, x) => s + x.amount, 0);
 
-interface Audit {
+export interface Audit {
   tasks: number;
   completed: number;
   cancelled: number;
@@ -493,7 +556,7 @@ interface Audit {
   violations: string[];
 }
 
-async function auditLedger(a: { sql: Sql; temporal: TemporalClient; mirrorBase: string; cfg: LocalnetConfig; agents: TestAgent[]; knownTasks: Set<string> }): Promise<Audit> {
+export async function auditLedger(a: { sql: Sql; temporal: TemporalClient; mirrorBase: string; cfg: LocalnetConfig; agents: TestAgent[]; knownTasks: Set<string>; boundMs: number }): Promise<Audit> {
   const violations: string[] = [];
   let doubleMints = 0;
   let doublePayouts = 0;
@@ -516,8 +579,26 @@ async function auditLedger(a: { sql: Sql; temporal: TemporalClient; mirrorBase: 
       violations.push(`${agent.accountId}: ${paid} payments, ${nfts} passports, ${refunds} refunds`);
     } else if (nfts + refunds < paid) {
       lostPayments++;
-      violations.push(`${agent.accountId}: ${paid} payments but ${nfts} passports and ${refunds} refunds`);
+      // the rule of issue 23: a payment that reached the ledger ends as a passport or a refund within the bound
+      const payments = payTo.filter((t) => amountOf(t, agent.accountId) < 0 && amountOf(t, a.cfg.payTo) > 0);
+      const newest = payments[payments.length - 1];
+      const ageS = newest?.consensus_timestamp ? Math.round(Date.now() / 1000 - Number(newest.consensus_timestamp)) : null;
+      violations.push(`${agent.accountId}: ${paid} payments but ${nfts} passports and ${refunds} refunds (newest payment ${newest?.transaction_id ?? '?'} ${ageS ?? '?'} s old; bound ${Math.round(a.boundMs / 1000)} s)`);
     }
+  }
+  // and the service's own record agrees: no payment still verified or settled without an outcome after the
+  // bound (a payment never settled is only known dead once its transaction's validity window is over)
+  const unfinished = await a.sql<{ transaction_id: string; status: string; age_s: number }[]>`
+    select p.transaction_id, p.status, extract(epoch from now() - p.created_at)::int as age_s
+      from payments p
+      left join passport_issuances i on i.payment_transaction_id = p.transaction_id
+      left join passport_upgrades u on u.payment_transaction_id = p.transaction_id
+     where p.status in ('verified', 'settled') and coalesce(i.status, u.status, 'none') not in ('issued', 'upgraded')
+       and p.created_at < now() - make_interval(secs => ${a.boundMs / 1000})
+       and (p.status = 'settled' or coalesce(p.valid_until, p.created_at + interval '180 seconds') < now() - make_interval(secs => ${a.boundMs / 1000}))`;
+  for (const p of unfinished) {
+    lostPayments++;
+    violations.push(`payment ${p.transaction_id} is still ${p.status} without a passport or a refund ${p.age_s} s after it was recorded (bound ${Math.round(a.boundMs / 1000)} s)`);
   }
 
   // tasks: every task the clients saw and every task the projection holds
@@ -591,15 +672,19 @@ export function formatReport(r: ChaosReport): string {
     ['agents', r.agents],
     ['passports issued', r.passportsIssued],
     ['tasks (completed / cancelled / open)', `${r.tasks} (${r.completed} / ${r.cancelled} / ${r.open})`],
-    ['kills (worker / api / localnet)', `${r.kills.worker + r.kills.api + r.kills.localnet} (${r.kills.worker} / ${r.kills.api} / ${r.kills.localnet})`],
+    r.kills.temporal
+      ? ['kills (worker / api / localnet / temporal)', `${r.kills.worker + r.kills.api + r.kills.localnet + r.kills.temporal} (${r.kills.worker} / ${r.kills.api} / ${r.kills.localnet} / ${r.kills.temporal})`]
+      : ['kills (worker / api / localnet)', `${r.kills.worker + r.kills.api + r.kills.localnet} (${r.kills.worker} / ${r.kills.api} / ${r.kills.localnet})`],
     ['localnet faults (busy / unavailable / slow)', `${r.faults.busy} / ${r.faults.unavailable} / ${r.faults.delay}`],
     ['double mints', r.doubleMints],
     ['double payouts', r.doublePayouts],
     ['lost tasks', r.lostTasks],
     ['lost payments', r.lostPayments],
+    ['passport buyers that never came back after a lost answer', r.abandoned],
     ['final refusals (4xx) seen by clients', r.refusals],
     [`recovery after the last kill p50 / p99 / max (${r.recoveryMs.samples} ops)`, `${ms(r.recoveryMs.p50)} / ${ms(r.recoveryMs.p99)} / ${ms(r.recoveryMs.max)}`],
     ['duration', ms(r.durationMs)],
+    ['escrow balance / held for funded, unpaid tasks (tinybars)', r.escrow ? `${r.escrow.balanceTinybars} / ${r.escrow.heldTinybars}` : '-'],
   ];
   const w = Math.max(...rows.map(([k]) => k.length));
   const lines = rows.map(([k, v]) => `| ${k.padEnd(w)} | ${String(v)} |`);

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountId, PrivateKey, TopicMessageSubmitTransaction, TransactionId, TransferTransaction, Hbar } from '@hashgraph/sdk';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../api/app.js';
-import { A2A_MAX_BODY_BYTES, encodeEnvelope, envelopeOf } from '../../domain/a2a.js';
-import { parsePrivateKey } from '../../ledger/keys.js';
+import { A2A_MAX_BODY_BYTES, encodeEnvelope, envelopeOf } from '@agent-passport/core/a2a';
+import { parsePrivateKey } from '@agent-passport/core/keys';
 import { signTopicMessage, splitChunks } from '../../ledger/topicSubmission.js';
 import type { A2aLedgerActivities } from '../../activities/ledger/a2a.js';
 import { joinTopicMessages, toMirrorTransactionId } from '../../ledger/mirror.js';
@@ -93,6 +93,7 @@ describe('A2A messaging end to end (localnet topic, Temporal workflow, inbox pro
       { config: testConfig({ ...ps.stack.env, TEMPORAL_TASK_QUEUE: ps.t.taskQueue, RATE_LIMIT_MAX: '100000', LOG_LEVEL: 'trace' }), sql: ps.sql, ledger: ps.stack.ledger, temporal: async () => ps.t.client },
       { logger: { stream } },
     );
+    Object.assign(logApp.workflowSettings, ps.state); // the stack's workflow id scope and timings (settings are per app)
     await logApp.listen({ port: 0, host: '127.0.0.1' });
   }, 240_000);
   afterAll(async () => {
@@ -377,6 +378,49 @@ describe('A2A messaging end to end (localnet topic, Temporal workflow, inbox pro
     const again = await acts.submitA2aChunks({ idempotencyKey, chunks });
     expect(again).toEqual(first);
     expect(await topicCount()).toBe(before + 2);
+  });
+
+  it('the operator-paid /a2a/send has a daily byte budget per sender, shared by every instance; the sender-paid routes have none (issue 20 item 7)', async () => {
+    const clock = new Date('2031-08-01T12:00:00.000Z');
+    const msg = (n: number) => ({ from: carol.did, to: bob.did, body: `budget ${n} `.padEnd(600, 'b') });
+    const bytes = encodeEnvelope(envelopeOf(msg(1))).length;
+    const budget = 2 * bytes + 10;
+    // two API instances on one database, both with the small budget
+    const instance = async () => {
+      const config = testConfig({ ...ps.stack.env, TEMPORAL_TASK_QUEUE: ps.t.taskQueue, RATE_LIMIT_MAX: '100000', A2A_OPERATOR_DAILY_BYTES: String(budget) });
+      const app = await buildApp({ config, sql: ps.sql, ledger: ps.stack.ledger, temporal: async () => ps.t.client, now: () => clock }, { logger: false });
+      const base = await app.listen({ port: 0, host: '127.0.0.1' });
+      return { app, send: async (body: unknown) => post('/a2a/send', body, await signedHeaders(app, carol), base) };
+    };
+    const one = await instance();
+    const two = await instance();
+    try {
+      // both operator-paid sends are on the topic before counting (a 202 lands later)
+      for (const r of [await one.send(msg(1)), await two.send(msg(2))]) {
+        expect([200, 202], JSON.stringify(r.body)).toContain(r.status);
+        await waitForMessage(carol.did, bob.did, r.status === 200 ? r.body.id : toMirrorTransactionId(r.body.workflowId.split('a2a:')[1]));
+      }
+      const before = await topicCount();
+      const refused = await one.send(msg(3));
+      expect([refused.status, refused.body.code]).toEqual([429, 'a2a_operator_budget_exceeded']);
+      expect(refused.body.hint).toContain('/a2a/send-signed');
+      expect(refused.headers.get('x-ratelimit-limit')).toBe(String(budget));
+      expect(refused.headers.get('x-ratelimit-remaining')).toBe('10');
+      expect(refused.headers.get('x-ratelimit-reset')).toBe(String(Date.parse('2031-08-02T00:00:00.000Z') / 1000));
+      expect(refused.headers.get('retry-after')).toBe(String(12 * 3600));
+      expect(refused.headers.get('deprecation')).toMatch(/^@\d+$/);
+      // the other instance counts the same budget
+      expect((await two.send(msg(4))).status).toBe(429);
+      expect(await topicCount()).toBe(before); // nothing submitted, nothing paid
+      // the sender pays: no budget
+      const own = await post('/a2a/send-with-key', { ...msg(3), senderPrivateKey: carol.privateKey }, {}, ps.baseUrl);
+      expect([200, 202], JSON.stringify(own.body)).toContain(own.status);
+      // another sender has its own budget
+      expect([200, 202]).toContain((await post('/a2a/send', { from: bob.did, to: carol.did, body: 'mine' }, await signedHeaders(one.app, bob), ps.baseUrl)).status);
+    } finally {
+      await one.app.close();
+      await two.app.close();
+    }
   });
 
   it('send-signed without signature headers is 401', async () => {

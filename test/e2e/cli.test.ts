@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPassportStack, type PassportStack } from './passportHarness.js';
+import { startPassportStack, upgradePassportTo, type PassportStack } from './passportHarness.js';
 import type { TestAgent } from '../support/signing.js';
 
 type Json = Record<string, any>;
@@ -80,6 +80,8 @@ describe('agent-passport CLI (a process against the real stack)', () => {
   });
 
   it('task post, claim, deliver, complete: the claimer is paid; post and cancel', async () => {
+    // set-up: the marketplace is for gold and platinum passports (SPEC 2 trust ladder)
+    for (const x of [alice, bob]) await upgradePassportTo(ps, x, 'gold');
     const posted = json(await asAlice(['task', 'post', '--title', 'cli lifecycle task', '--price', '2', '--json']));
     expect(posted.status).toBe('posted');
     const id = String(posted.taskId);

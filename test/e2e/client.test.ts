@@ -3,9 +3,9 @@
 // checked by tsc at compile time against the generated schema (a wrong path, parameter or field
 // name fails `npm test`'s type-check).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentPassportClient, ApiRequestError, buildSignedA2aMessage, createApiClient, signInHeaders, type paths } from '../../packages/client/src/index.js';
+import { AgentPassportClient, ApiRequestError, buildSignedA2aMessage, createApiClient, signInHeaders, type paths } from '@agent-passport/client';
 import { hbarToTinybars, payoutOf } from '../../domain/market.js';
-import { startPassportStack, type PassportStack } from './passportHarness.js';
+import { startPassportStack, upgradePassportTo, type PassportStack } from './passportHarness.js';
 import type { TestAgent } from '../support/signing.js';
 
 type Json = Record<string, any>;
@@ -131,6 +131,8 @@ describe('packages/client against the real stack', () => {
 
   it('marketplace: post, list, claim, deliver, complete (the claimer is paid by a transfer signed by the client); post and cancel', async () => {
     const price = 3;
+    // set-up: the marketplace is for gold and platinum passports (SPEC 2 trust ladder)
+    for (const x of [alice, bob]) await upgradePassportTo(ps, x, 'gold');
     const posted = await a.postTask({ title: 'client lifecycle task', priceHbar: price, capabilities: ['api_call'] });
     expect(posted).toMatchObject({ status: 'posted', posterDid: alice.did });
     const id = String(posted.taskId);

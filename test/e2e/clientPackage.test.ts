@@ -56,6 +56,15 @@ describe('the packed client outside the repository', () => {
     for (const f of fs.readdirSync(dist).filter((n) => n.endsWith('.js'))) expect(fs.readFileSync(path.join(dist, f), 'utf8'), f).not.toMatch(/from ["']\.\.\//);
   });
 
+  it('carries @agent-passport/core inside: no dependency on it, no import of it, its declarations shipped', () => {
+    expect(pkg.manifest.dependencies).not.toHaveProperty('@agent-passport/core');
+    const installed = path.join(app, 'node_modules', '@agent-passport', 'client');
+    const files = (fs.readdirSync(path.join(installed, 'dist'), { recursive: true }) as string[]).filter((n) => /\.(js|d\.ts)$/.test(n));
+    expect(files.filter((n) => n.endsWith('.d.ts')).map((n) => path.basename(n))).toEqual(expect.arrayContaining(['index.d.ts', 'keys.d.ts', 'clientScheme.d.ts']));
+    for (const f of files) expect(fs.readFileSync(path.join(installed, 'dist', f), 'utf8'), f).not.toMatch(/(?:from\s*|import\s*\(\s*|require\s*\(\s*)["']@agent-passport\/core/);
+    expect(fs.existsSync(path.join(app, 'node_modules', '@agent-passport', 'core'))).toBe(false);
+  });
+
   it('imports as a library and as MCP tools', async () => {
     const r = await run(
       process.execPath,
@@ -89,6 +98,23 @@ describe('the packed client outside the repository', () => {
     const bad = await run(process.execPath, [tsc, ...common, 'bad.ts'], { cwd: app });
     expect(bad.code).not.toBe(0);
     expect(bad.stdout).toContain('"diamond"');
+  });
+
+  it("type-checks core's types through the client's declarations (the key type), and rejects a wrong one", async () => {
+    fs.writeFileSync(
+      path.join(app, 'goodKey.ts'),
+      "import { AgentPassportClient, type AgentIdentity } from '@agent-passport/client';\n" +
+        "const agent: AgentIdentity = { accountId: '0.0.1001', privateKey: '0x00', keyType: 'ECDSA' };\n" +
+        "export const client = new AgentPassportClient({ baseUrl: 'http://127.0.0.1:3000', agent });\n",
+    );
+    fs.writeFileSync(path.join(app, 'badKey.ts'), "import type { AgentIdentity } from '@agent-passport/client';\nexport const agent: AgentIdentity = { accountId: '0.0.1001', privateKey: '0x00', keyType: 'RSA' };\n");
+    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const common = ['--noEmit', '--strict', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--target', 'ES2022', '--skipLibCheck', '--types', 'node', '--typeRoots', path.join(root, 'node_modules', '@types')];
+    const good = await run(process.execPath, [tsc, ...common, 'goodKey.ts'], { cwd: app });
+    expect(good.code, good.stdout).toBe(0);
+    const bad = await run(process.execPath, [tsc, ...common, 'badKey.ts'], { cwd: app });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stdout).toContain('"RSA"');
   });
 
   it('its CLI buys a passport from the real stack and resolves the DID', async () => {

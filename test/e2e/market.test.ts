@@ -9,10 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { payoutOf, parseTaskMessage, type TaskMessage } from '../../domain/market.js';
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
-import { marketState } from '../../api/routes/market/shared.js';
-import { taskWorkflowId } from '../../workflows/taskTypes.js';
+import { taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { temporal } from '@temporalio/proto';
-import { parsePrivateKey } from '../../ledger/keys.js';
+import { parsePrivateKey } from '@agent-passport/core/keys';
 import { buildTestApp } from '../support/app.js';
 import { getJson, recordFixture, postJson, startPassportStack, tinybarBalance, type PassportStack, buyPassport } from './passportHarness.js';
 
@@ -75,13 +74,13 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     worker = await ps.startWorker();
     [poster, claimer, other, nobody] = ps.agents;
     for (const a of [poster, claimer, other]) {
-      const r = await buyPassport(ps, a, { tier: 'bronze' });
+      const r = await buyPassport(ps, a, { tier: 'gold' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     feeBps = Number(ps.stack.env.MARKET_FEE_BPS ?? 250);
     treasury = ps.stack.deployment.treasury;
     escrow = ps.stack.deployment.escrow;
-    marketState({ ledger: ps.stack.ledger } as never).workflowWaitMs = 60_000;
+    ps.app.market.workflowWaitMs = 60_000;
   }, 240_000);
   afterAll(async () => {
     await ps?.stop();
@@ -370,7 +369,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
   }
 
   it('renews a pending schedule before it expires, and marks it expired once it cannot (short timings)', async () => {
-    const state = marketState({ ledger: ps.stack.ledger } as never);
+    const state = ps.app.market;
     state.taskTimings = { scheduleLifetimeMs: 8_000, renewLeadMs: 4_000, maxRenewals: 1, retryInitialMs: 200, retryMaximumMs: 1_000 };
     let task: Json;
     try {
@@ -412,7 +411,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
   }, 120_000);
 
   it('a long history continues as new with the task state carried; later steps work on the new run', async () => {
-    const state = marketState({ ledger: ps.stack.ledger } as never);
+    const state = ps.app.market;
     state.taskTimings = { continueAsNewAfterEvents: 20, retryInitialMs: 200, retryMaximumMs: 1_000 };
     let task: Json;
     try {
@@ -471,7 +470,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     try {
       const task = await postTask({ title: 'stale memory' });
       // this instance's memory keeps the task as posted (a NOTIFY that never arrives)
-      const book = marketState({ ledger } as never).book;
+      const book = second.market.book;
       await book.ready();
       const stale = { ...task, status: 'posted', claimerDid: null } as never;
       book.get = () => stale;
@@ -493,7 +492,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
   });
 
   it('a step still running after the bounded wait answers 202 with the task link; the task follows once a worker runs', async () => {
-    const state = marketState({ ledger: ps.stack.ledger } as never);
+    const state = ps.app.market;
     worker.worker.shutdown();
     await worker.running;
     state.workflowWaitMs = 1_500;

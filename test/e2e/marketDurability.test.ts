@@ -6,8 +6,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Context } from '@temporalio/activity';
 import type { MarketLedgerActivities } from '../../activities/ledger/market.js';
-import type { AppContext } from '../../api/context.js';
-import { marketState } from '../../api/routes/market/shared.js';
 import { hbarToTinybars, payoutOf } from '../../domain/market.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { testConfig } from '../support/app.js';
@@ -94,12 +92,12 @@ describe('marketplace payout durability', () => {
     [poster, claimer] = [ps.agents[0], ps.agents[1]];
     feeBps = testConfig(ps.stack.env).MARKET_FEE_BPS;
     // fast retries so a blocked or failing attempt is retried within a second; short waits so a request blocked on a dead worker answers 202
-    const state = marketState({ ledger: ps.stack.ledger, sql: ps.sql } as unknown as AppContext);
+    const state = ps.app.market;
     state.taskTimings = { retryInitialMs: 200, retryMaximumMs: 2_000, ledgerMaxAttempts: 10, activityTimeoutMs: 60_000 };
     state.workflowWaitMs = 5_000;
     const w = await ps.startWorker();
     for (const a of [poster, claimer]) {
-      const r = await paidPost(ps, a, '/passport/request', { tier: 'bronze' });
+      const r = await paidPost(ps, a, '/passport/request', { tier: 'gold' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     w.worker.shutdown();

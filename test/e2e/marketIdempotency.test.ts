@@ -10,11 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { v7 as uuidv7 } from 'uuid';
 import { parseTaskMessage } from '../../domain/market.js';
 import { postFingerprint } from '../../domain/idempotency.js';
-import { parsePrivateKey } from '../../ledger/keys.js';
+import { parsePrivateKey } from '@agent-passport/core/keys';
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
-import { marketState } from '../../api/routes/market/shared.js';
-import { taskWorkflowId } from '../../workflows/taskTypes.js';
+import { taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { buyPassport, getJson, postJson, startPassportStack, tinybarBalance, type PassportStack } from './passportHarness.js';
 
 type Json = Record<string, any>;
@@ -71,11 +70,11 @@ describe('Idempotency-Key on task posting (one task per key and poster, over HTT
     await ps.startWorker();
     [poster, , other] = ps.agents;
     for (const a of [poster, other]) {
-      const r = await buyPassport(ps, a, { tier: 'bronze' });
+      const r = await buyPassport(ps, a, { tier: 'gold' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     escrow = ps.stack.deployment.escrow;
-    marketState({ ledger: ps.stack.ledger } as never).workflowWaitMs = 60_000;
+    ps.app.market.workflowWaitMs = 60_000;
   }, 240_000);
   afterAll(async () => {
     await ps?.stop();

@@ -4,8 +4,6 @@
 // and funded at posting then raised), complete without escrow, cancel scheduled, cancel funded,
 // increase-reward then cancel (scheduled and funded).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppContext } from '../../api/context.js';
-import { marketState } from '../../api/routes/market/shared.js';
 import { hbarToTinybars, payoutOf } from '../../domain/market.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { testConfig } from '../support/app.js';
@@ -102,12 +100,12 @@ describe('marketplace money invariant', () => {
   beforeAll(async () => {
     ps = await startPassportStack('minv');
     feeBps = testConfig(ps.stack.env).MARKET_FEE_BPS;
-    const state = marketState({ ledger: ps.stack.ledger, sql: ps.sql } as unknown as AppContext);
+    const state = ps.app.market;
     state.taskTimings = { retryInitialMs: 200, retryMaximumMs: 2_000, ledgerMaxAttempts: 10, activityTimeoutMs: 60_000 };
     await ps.startWorker();
     posters = [ps.agents[0], ps.agents[1]]; // ED25519 and ECDSA
     claimers = [ps.agents[2], ps.agents[3]];
-    for (const a of [...posters, ...claimers]) ok(await buyPassport(ps, a, { tier: 'bronze' }));
+    for (const a of [...posters, ...claimers]) ok(await buyPassport(ps, a, { tier: 'gold' }));
   });
   afterAll(async () => {
     await ps?.stop();

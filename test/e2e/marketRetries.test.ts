@@ -9,8 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hbarToTinybars, parseTaskMessage, payoutOf, type TaskMessage } from '../../domain/market.js';
 import type { TestAgent } from '../support/signing.js';
 import { signedHeaders } from '../support/signing.js';
-import { marketState } from '../../api/routes/market/shared.js';
-import { completeUpdate, taskStateQuery, taskWorkflowId } from '../../workflows/taskTypes.js';
+import { completeUpdate, taskStateQuery, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { buyPassport, getJson, postJson, startPassportStack, tinybarBalance, type PassportStack } from './passportHarness.js';
 
 type Json = Record<string, any>;
@@ -76,7 +75,7 @@ describe('retried task steps answer the outcome, never 409, and run once', () =>
     return r.body;
   };
   const expect202or200 = (a: Answer) => expect([200, 202], JSON.stringify(a.body)).toContain(a.status);
-  const market = () => marketState({ ledger: ps.stack.ledger } as never);
+  const market = () => ps.app.market;
   /** localnet holds consensus and the routes wait briefly, for the step about to be sent and its retries */
   const hold = () => {
     market().workflowWaitMs = WAIT_MS;
@@ -92,7 +91,7 @@ describe('retried task steps answer the outcome, never 409, and run once', () =>
     await ps.startWorker();
     [poster, claimer, other] = ps.agents;
     for (const a of [poster, claimer, other]) {
-      const r = await buyPassport(ps, a, { tier: 'bronze' });
+      const r = await buyPassport(ps, a, { tier: 'gold' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     feeBps = Number(ps.stack.env.MARKET_FEE_BPS ?? 250);

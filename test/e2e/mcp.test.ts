@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { AgentPassportClient } from '../../packages/client/src/index.js';
-import { READ_ONLY_TOOLS, SIGNING_TOOLS } from '../../packages/client/src/mcpTools.js';
-import { startPassportStack, type PassportStack } from './passportHarness.js';
+import { AgentPassportClient } from '@agent-passport/client';
+import { READ_ONLY_TOOLS, SIGNING_TOOLS } from '@agent-passport/client/mcp';
+import { startPassportStack, upgradePassportTo, type PassportStack } from './passportHarness.js';
 import type { TestAgent } from '../support/signing.js';
 
 type Json = Record<string, any>;
@@ -37,7 +37,7 @@ describe('MCP server (SDK Client over streamable HTTP and stdio)', () => {
     alice = ps.agents.find((x) => x.keyType === 'ED25519')!;
     bob = ps.agents.find((x) => x.keyType === 'ECDSA')!;
     b = new AgentPassportClient({ baseUrl: ps.baseUrl, agent: bob, nodeAccountId: ps.stack.localnet.config.node.accountId, a2aTopicId: ps.stack.deployment.topics.a2a });
-    await b.buyPassport('bronze');
+    await b.buyPassport('gold'); // the marketplace is for gold and platinum passports (SPEC 2 trust ladder)
     await b.register({ name: 'mcp-bob', capabilities: ['api_call'], endpoint: 'https://bob.example/a2a', skills: ['summaries'] });
 
     http = new Client({ name: 'mcp-test-http', version: '1.0.0' });
@@ -144,6 +144,7 @@ describe('MCP server (SDK Client over streamable HTTP and stdio)', () => {
       expect(sent).toMatchObject({ from: alice.did, to: bob.did });
       expect(((await b.inbox()).messages as Json[]).map((m) => m.body)).toContain('hi bob, from an MCP tool');
 
+      await upgradePassportTo(ps, alice, 'gold'); // set-up: posting needs a gold or platinum passport
       const task = await call(stdio, 'post_task', { title: 'summarise via mcp', priceHbar: 2 });
       expect(task.status).toBe('posted');
       await b.claimTask(task.taskId);

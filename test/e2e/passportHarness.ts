@@ -11,13 +11,17 @@ import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { Worker, WorkerOptions } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { dataConverter } from '../../temporal/connection.js';
 import { createSql, type Sql } from '../../db/client.js';
 import { createActivities } from '../../activities/index.js';
 import type { PassportLedgerActivities } from '../../activities/ledger/passports.js';
 import type { PassportDbActivities } from '../../activities/db/passports.js';
-import { IdempotentSubmitter } from '../../ledger/submit.js';
-import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
-import { passportStateFor, type PassportState } from '../../api/passportState.js';
+import type { PaymentSettlementActivities } from '../../activities/ledger/paymentSettlement.js';
+import { deletePaymentReconciler, ensurePaymentReconciler } from '../../worker/paymentReconciler.js';
+import { createLedgerServices, type LedgerServices } from '../../ledger/services.js';
+import { createPayingFetch } from '@agent-passport/core/x402/clientScheme';
+import type { WorkflowSettings } from '../../api/workflowSettings.js';
 import { buildTestApp, testConfig } from '../support/app.js';
 import { dumpDatabase, recordSecret } from '../support/secrets.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
@@ -31,21 +35,27 @@ export const historiesDir = path.join(here, '..', 'fixtures', 'histories');
 export const ADMIN_TOKEN = 'e2e-admin-token-not-a-secret';
 
 /** The passport activities (always present here: the harness has a ledger). */
-export type Activities = PassportLedgerActivities & PassportDbActivities;
+export type Activities = PassportLedgerActivities & PassportDbActivities & PaymentSettlementActivities;
 
 export interface PassportStack {
   stack: LedgerStack;
   sql: Sql;
+  /** the stack's own database (tests that open more connections to it) */
+  databaseUrl: string;
   t: TestTemporal;
   app: FastifyInstance;
   baseUrl: string;
-  state: PassportState;
+  state: WorkflowSettings;
   activities: Activities;
+  /** what the worker's activities are built from (tests build variants, e.g. with another facilitator) */
+  ledgerDeps: LedgerServices;
   agents: TestAgent[];
   /** Starts a worker on the stack's task queue; `override` replaces activities by name. */
   startWorker(override?: Partial<Activities>, options?: Partial<WorkerOptions>): Promise<{ worker: Worker; running: Promise<void> }>;
   /** The workflow id this stack's API starts for a business id (behind the stack's scope). */
   workflowId(id: string): string;
+  /** Schedules the payment reconciler on this stack's task queue (stop() deletes it, as it deletes one a child worker made). */
+  startReconciler(o: { afterMs: number; everyMs: number }): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -68,14 +78,27 @@ async function ownDatabase(prefix: string): Promise<{ url: string; drop(): Promi
   };
 }
 
-export async function startPassportStack(prefix: string): Promise<PassportStack> {
+/**
+ * `codecKey` (64 hex): the API's Temporal client (ps.t.client) and every worker of the stack use the
+ * payload codec of that PAYLOAD_CODEC_KEY with this NODE_ENV (test: unencrypted payloads refused),
+ * as server.ts and the worker build them (temporal/connection.ts dataConverter).
+ */
+export async function startPassportStack(prefix: string, opts: { env?: Record<string, string>; codecKey?: string } = {}): Promise<PassportStack> {
   const stack = await startLedgerStack(prefix);
   const db = await ownDatabase(prefix);
   const sql = createSql(db.url, { max: 6 });
-  const t = await connectTestTemporal(prefix);
+  const plain = await connectTestTemporal(prefix);
+  const converter = opts.codecKey ? dataConverter(testConfig({ PAYLOAD_CODEC_KEY: opts.codecKey })) : undefined;
+  const t: TestTemporal = converter
+    ? {
+        ...plain,
+        client: new Client({ connection: plain.client.connection, namespace: plain.client.options.namespace, dataConverter: converter }),
+        createWorker: (o) => plain.createWorker({ dataConverter: converter, ...o }),
+      }
+    : plain;
   const config = testConfig(stack.env);
-  const { deployment, client, mirror } = stack.ledger;
-  const activities = createActivities({ config, sql, ledger: { deployment, client, mirror, submitter: new IdempotentSubmitter({ sql, client, mirror }) } }) as Activities;
+  const ledgerDeps = createLedgerServices(stack.ledger, { sql });
+  const activities = createActivities({ config, sql, ledger: ledgerDeps }) as Activities;
   const workers: { worker: Worker; running: Promise<void> }[] = [];
   const startWorker = async (override: Partial<Activities> = {}, options: Partial<WorkerOptions> = {}) => {
     const worker = await t.createWorker({ ...options, workflowsPath, activities: { ...activities, ...override } });
@@ -86,27 +109,41 @@ export async function startPassportStack(prefix: string): Promise<PassportStack>
   };
   recordSecret('e2e admin token', ADMIN_TOKEN); // a fixed one, but no more to be logged or stored than a real one
   const app = await buildTestApp(
-    { ...stack.env, TEMPORAL_TASK_QUEUE: t.taskQueue, RATE_LIMIT_MAX: '100000', ADMIN_TOKEN_SHA256: createHash('sha256').update(ADMIN_TOKEN).digest('hex') },
+    {
+      ...stack.env,
+      TEMPORAL_TASK_QUEUE: t.taskQueue,
+      RATE_LIMIT_MAX: '100000',
+      ADMIN_TOKEN_SHA256: createHash('sha256').update(ADMIN_TOKEN).digest('hex'),
+      ...(opts.codecKey ? { PAYLOAD_CODEC_KEY: opts.codecKey } : {}),
+      ...opts.env,
+    },
     { sql, ledger: stack.ledger, temporal: async () => t.client },
   );
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
-  const state = passportStateFor(stack.ledger);
+  const state = app.workflowSettings;
   // fast retries so a blocked or failing attempt is retried within a second
   state.timings = { retryInitialMs: 200, retryMaximumMs: 2_000, ledgerMaxAttempts: 10, activityTimeoutMs: 60_000 };
   state.workflowIdScope = `${t.taskQueue}/`;
   return {
     stack,
     sql,
+    databaseUrl: db.url,
     t,
     app,
     baseUrl: `http://127.0.0.1:${port}`,
     state,
     activities,
+    ledgerDeps,
     agents: stack.localnet.config.accounts,
     startWorker,
     workflowId: (id) => `${state.workflowIdScope ?? ''}${id}`,
+    async startReconciler(o) {
+      return ensurePaymentReconciler(t.client, { taskQueue: t.taskQueue, afterMs: o.afterMs, everyMs: o.everyMs, workflowIdScope: state.workflowIdScope, timings: state.timings });
+    },
     async stop() {
+      // the reconciler's schedule, whoever made it (this file, or a child worker process on this queue)
+      await deletePaymentReconciler(t.client, t.taskQueue).catch(() => undefined);
       await app.close();
       for (const w of workers) {
         if (w.worker.getState() === 'RUNNING') w.worker.shutdown();
@@ -128,9 +165,8 @@ export interface PaidResponse {
   paymentSignature: string | null;
 }
 
-/** A signed, paid POST as an agent does it: 402 -> pay with @x402/fetch -> the answer. */
-export async function paidPost(ps: PassportStack, agent: TestAgent, urlPath: string, body: unknown, maxHbar = 600n): Promise<PaidResponse> {
-  const headers = await signedHeaders(ps.app, agent);
+/** An x402 client of one agent paying localnet HBAR (@x402/fetch), remembering the PAYMENT-SIGNATURE it sent. */
+export function payingClient(ps: PassportStack, agent: TestAgent, o: { maxHbar?: bigint; validDurationSeconds?: number } = {}) {
   let paymentSignature: string | null = null;
   const spy: typeof fetch = async (input, init) => {
     const req = new Request(input as string | URL | Request, init);
@@ -143,12 +179,20 @@ export async function paidPost(ps: PassportStack, agent: TestAgent, urlPath: str
     privateKey: agent.privateKey,
     keyType: agent.keyType,
     node: ps.stack.localnet.config.node,
-    maxAmountTinybars: maxHbar * 100_000_000n,
+    maxAmountTinybars: (o.maxHbar ?? 600n) * 100_000_000n,
     networks: ['local'],
+    ...(o.validDurationSeconds ? { validDurationSeconds: o.validDurationSeconds } : {}),
     fetch: spy,
   });
-  const res = await payingFetch(`${ps.baseUrl}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers, paymentSignature };
+  return { fetch: payingFetch, paymentSignature: () => paymentSignature };
+}
+
+/** A signed, paid POST as an agent does it: 402 -> pay with @x402/fetch -> the answer. */
+export async function paidPost(ps: PassportStack, agent: TestAgent, urlPath: string, body: unknown, maxHbar = 600n): Promise<PaidResponse> {
+  const headers = await signedHeaders(ps.app, agent);
+  const client = payingClient(ps, agent, { maxHbar });
+  const res = await client.fetch(`${ps.baseUrl}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, body: (await res.json()) as Record<string, any>, headers: res.headers, paymentSignature: client.paymentSignature() };
 }
 
 /**
@@ -206,4 +250,22 @@ export async function recordFixture(ps: PassportStack, workflowId: string, name:
   if (fs.existsSync(file) && process.env.RECORD_HISTORIES !== '1') return;
   fs.mkdirSync(historiesDir, { recursive: true });
   await recordHistory(ps.t.client, workflowId, file);
+}
+
+/**
+ * Upgrades the agent's active passport to `tier` over x402, as set-up for tests whose agents start
+ * below the marketplace's tier (the marketplace is for gold and platinum passports, SPEC 2).
+ */
+export async function upgradePassportTo(ps: PassportStack, agent: TestAgent, tier: 'gold' | 'platinum'): Promise<void> {
+  const p = await waitForPassport(ps, agent.accountId);
+  if (p.tier === tier) return;
+  const r = await paidPost(ps, agent, `/passport/${p.tokenId}/${p.serialNumber}/upgrade`, { tier });
+  if (r.status !== 200 && r.status !== 202) throw new Error(`upgrade of ${agent.did} to ${tier}: ${r.status} ${JSON.stringify(r.body)}`);
+  const end = Date.now() + 90_000;
+  for (;;) {
+    const now = await getJson(ps, `/passport/${p.tokenId}/${p.serialNumber}`);
+    if (now.body.tier === tier) return;
+    if (Date.now() > end) throw new Error(`${agent.did} never showed tier ${tier}`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
 }

@@ -1,15 +1,21 @@
 // Claims never stay pending (issue 8): whatever way an issuance or upgrade fails after the API
-// claimed the wallet (or passport) with a settled payment, the claim ends final and the payment is
-// refunded exactly once (ledger balances from the mirror are the judge), and the wallet can buy
-// again. An upgrade already pending is refused before any payment. A facilitator answering in the
-// other id forms (mirror transaction id, payer with prefix or checksum) still gives one payment.
+// claimed the wallet (or passport) and its workflow settled the payment, the claim ends final and the
+// payment is refunded exactly once (ledger balances from the mirror are the judge), and the wallet can
+// buy again. A workflow that cannot be started takes nothing (issue 23: the workflow settles) and the
+// same payment retried issues the passport. An upgrade already pending is refused before any payment.
+// A facilitator answering in the other id forms (mirror transaction id, payer with prefix or checksum)
+// still gives one payment.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccountCreateTransaction, Hbar, PrivateKey } from '@hashgraph/sdk';
 import { decodePaymentResponseHeader } from '@x402/core/http';
 import type { FacilitatorClient } from '@x402/core/server';
 import type { Client } from '@temporalio/client';
 import { findPaymentByTransactionId, insertPayment } from '../../db/queries/payments.js';
 import { findIssuance, findUpgrade } from '../../db/queries/passports.js';
+import { recordSecret } from '../support/secrets.js';
+import type { TestAgent } from '../support/signing.js';
 import type { Tier } from '../../domain/tiers.js';
+import { createPaymentSettlementActivities, type SettlePaymentInput } from '../../activities/ledger/paymentSettlement.js';
 import { paidPost, recordFixture, signedPost, startPassportStack, waitForPassport, type PaidResponse, type PassportStack } from './passportHarness.js';
 
 const HBAR = 100_000_000n;
@@ -17,7 +23,12 @@ const PRICE: Record<Tier, bigint> = { bronze: 5n * HBAR, silver: 25n * HBAR, gol
 
 describe('claims of paid passport requests never stay pending', () => {
   let ps: PassportStack;
-  const hooks: { beforeMetadata?: () => Promise<void>; afterMetadata?: () => Promise<void>; beforeMint?: () => Promise<void> } = {};
+  const hooks: {
+    beforeMetadata?: () => Promise<void>;
+    afterMetadata?: () => Promise<void>;
+    beforeMint?: () => Promise<void>;
+    settle?: (input: SettlePaymentInput) => ReturnType<PassportStack['activities']['settlePayment']>;
+  } = {};
 
   const balance = async (accountId: string) => (await ps.stack.ledger.mirror.getHbarBalance(accountId))!;
   const nftsOf = (accountId: string) => ps.stack.ledger.mirror.getAccountNfts(accountId, { tokenId: ps.stack.deployment.passportTokenId });
@@ -83,29 +94,32 @@ describe('claims of paid passport requests never stay pending', () => {
         await hooks.afterMetadata?.();
         return updated;
       },
+      settlePayment: (input) => (hooks.settle ?? ps.activities.settlePayment)(input),
     });
   });
   afterAll(async () => {
-    await ps?.sql.unsafe('drop trigger if exists claims_test_unsettle on passport_issuances; drop function if exists claims_test_unsettle()').catch(() => undefined);
+    await ps?.sql.unsafe('drop trigger if exists claims_test_unsettle on payments; drop function if exists claims_test_unsettle()').catch(() => undefined);
     await ps?.stop();
   });
 
   it('confirmSettlement refusing (the payment no longer recorded settled): refunded exactly once, claim final, the wallet buys again', async () => {
     const agent = ps.agents[0];
-    // The claim's insert makes its payment look unconfirmed, as a lost settlement record would.
+    // The payment's settled record is lost (it stays 'verified'), as a lost settlement record would make
+    // it. Set-up adapted for issue 23: the workflow records the settlement after the claim, so the
+    // trigger sits on that update of payments instead of on the claim's insert.
     await ps.sql.unsafe(`
       create function claims_test_unsettle() returns trigger language plpgsql as $$
       begin
-        update payments set status = 'verified' where transaction_id = new.payment_transaction_id and payer = '${agent.accountId}';
+        if new.status = 'settled' and new.payer = '${agent.accountId}' then new.status := 'verified'; end if;
         return new;
       end $$;
-      create trigger claims_test_unsettle before insert on passport_issuances for each row execute function claims_test_unsettle();`);
+      create trigger claims_test_unsettle before update on payments for each row execute function claims_test_unsettle();`);
     const before = await balance(agent.accountId);
     let r: PaidResponse;
     try {
       r = await paidPost(ps, agent, '/passport/request', { tier: 'silver' });
     } finally {
-      await ps.sql.unsafe('drop trigger claims_test_unsettle on passport_issuances; drop function claims_test_unsettle()');
+      await ps.sql.unsafe('drop trigger claims_test_unsettle on payments; drop function claims_test_unsettle()');
     }
     const paymentTransactionId = await expectRefundedOnce(r, agent.accountId, before, 'confirmSettlement');
     await recordFixture(ps, ps.workflowId(`passport:local:${agent.accountId}`), 'passportIssuanceUnconfirmedPayment');
@@ -120,7 +134,9 @@ describe('claims of paid passport requests never stay pending', () => {
     expect(before - (await balance(agent.accountId))).toBe(PRICE.silver);
   });
 
-  it('the workflow start failing after the claim: the claim is released, the payment refunded once, the wallet buys again', async () => {
+  it('the workflow start failing after the claim: nothing is taken (503, retryable); the same payment retried issues the passport, charged once', async () => {
+    // Issue 23 changed this case's outcome: the workflow settles, so a workflow that cannot be started
+    // leaves the payment unsettled (before: settled by the API, then refunded by passportRefund).
     const agent = ps.agents[1];
     const before = await balance(agent.accountId);
     const restore = failNextStart('passportIssuance');
@@ -130,12 +146,18 @@ describe('claims of paid passport requests never stay pending', () => {
     } finally {
       expect(restore()).toBe(true);
     }
-    const paymentTransactionId = await expectRefundedOnce(r, agent.accountId, before, 'workflow start');
+    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([503, 'service_unavailable']);
+    expect(r.body.hint).toContain('has not been settled');
+    expect(await balance(agent.accountId)).toBe(before);
+    const [payment] = await ps.sql`select transaction_id, status from payments where payer = ${agent.accountId}`;
+    expect(payment.status).toBe('verified');
+    expect((await findIssuance(ps.sql, payment.transaction_id))?.status).toBe('pending');
 
-    const again = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
-    expect(await issuedOrPolled(again, agent.accountId)).toMatchObject({ tier: 'bronze' });
+    const retried = await signedPost(ps, agent, '/passport/request', { tier: 'bronze' }, { 'payment-signature': r.paymentSignature! });
+    expect(await issuedOrPolled({ ...retried, paymentSignature: r.paymentSignature }, agent.accountId)).toMatchObject({ tier: 'bronze' });
     expect(before - (await balance(agent.accountId))).toBe(PRICE.bronze);
-    expect(await refundsOf(paymentTransactionId)).toEqual(['succeeded']);
+    expect(await refundsOf(payment.transaction_id)).toEqual([]);
+    expect((await findPaymentByTransactionId(ps.sql, payment.transaction_id))?.status).toBe('settled');
   });
 
   it('the workflow terminated while the request waits: the claim ends refunded, the payment paid back once, the wallet buys again', async () => {
@@ -257,12 +279,39 @@ describe('claims of paid passport requests never stay pending', () => {
     expect((await findUpgrade(ps.sql, done.payment_transaction_id))?.new_tier).toBe('gold');
   });
 
+  it('a settlement that fails for good (the payer cannot cover the price) takes nothing: 400 passport_payment_failed, claim released, the same payment answers the same', async () => {
+    // an account holding 1 HBAR passes /verify (a well-formed, signed transfer) but cannot pay 5 HBAR
+    const key = PrivateKey.generateED25519();
+    const created = await new AccountCreateTransaction().setKeyWithoutAlias(key.publicKey).setInitialBalance(new Hbar(1)).setMaxAutomaticTokenAssociations(10).execute(ps.stack.ledger.client);
+    const accountId = (await created.getReceipt(ps.stack.ledger.client)).accountId!.toString();
+    recordSecret(`claims test account ${accountId} key`, key.toStringDer());
+    const poor: TestAgent = { accountId, did: `did:hedera:local:${accountId}`, keyType: 'ED25519', privateKey: key.toStringDer() };
+    const before = await balance(accountId);
+    const r = await paidPost(ps, poor, '/passport/request', { tier: 'bronze' });
+    expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([400, 'passport_payment_failed']);
+    expect(r.body.error).toMatch(/^Settlement failed: /);
+    expect(r.body.hint).toMatch(/^Nothing was taken/);
+    expect(r.headers.get('payment-required')).toBeTruthy();
+    expect(await balance(accountId)).toBe(before);
+    const [payment] = await ps.sql`select transaction_id, status from payments where payer = ${accountId}`;
+    expect(payment.status).toBe('failed');
+    const claim = await findIssuance(ps.sql, payment.transaction_id);
+    expect([claim?.status, claim?.failed_step]).toEqual(['failed', 'settle']);
+    await recordFixture(ps, ps.workflowId(`passport:local:${accountId}`), 'passportIssuanceSettleRefused');
+
+    const retried = await signedPost(ps, poor, '/passport/request', { tier: 'bronze' }, { 'payment-signature': r.paymentSignature! });
+    expect([retried.status, retried.body.code, retried.body.failedStep], JSON.stringify(retried.body)).toEqual([400, 'passport_payment_failed', 'settle']);
+    expect(await balance(accountId)).toBe(before);
+    expect(await refundsOf(payment.transaction_id)).toEqual([]);
+  });
+
   it('a facilitator answering with the mirror transaction id and a prefixed or checksummed payer: one payment, one passport, an idempotent retry', async () => {
     const agent = ps.agents[4];
     const gate = ps.app.x402 as unknown as { facilitator: FacilitatorClient };
     const real = gate.facilitator;
     const mirrorForm = (id: string) => id.replace(/^(\d+\.\d+\.\d+)@(\d+)\.(\d+)$/, '$1-$2-$3');
-    gate.facilitator = {
+    // the API verifies through it, the worker's settle step settles through it (set-up adapted for issue 23)
+    const odd: FacilitatorClient = {
       getSupported: () => real.getSupported(),
       verify: async (payload, requirements) => {
         const v = await real.verify(payload, requirements);
@@ -273,6 +322,8 @@ describe('claims of paid passport requests never stay pending', () => {
         return { ...s, transaction: mirrorForm(s.transaction), ...(s.payer ? { payer: `${s.payer}-abcde` } : {}) };
       },
     };
+    gate.facilitator = odd;
+    hooks.settle = createPaymentSettlementActivities({ sql: ps.sql, ledger: ps.ledgerDeps, facilitator: odd }).settlePayment;
     try {
       const before = await balance(agent.accountId);
       const r = await paidPost(ps, agent, '/passport/request', { tier: 'silver' });
@@ -294,6 +345,7 @@ describe('claims of paid passport requests never stay pending', () => {
       expect(await nftsOf(agent.accountId)).toHaveLength(1);
     } finally {
       gate.facilitator = real;
+      hooks.settle = undefined;
     }
   });
 });

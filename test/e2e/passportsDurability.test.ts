@@ -2,7 +2,8 @@
 // localnet answers BUSY during the mint; the mint fails for good (saga refund); a refund is paid once.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { passportRefundWorkflowId } from '../../workflows/passportIds.js';
+import { passportRefundContract, passportRefundWorkflowId } from '../../workflows/contracts/passportRefund.js';
+import { startWorkflow } from '../../temporal/workflows.js';
 import type { MintPassportInput } from '../../activities/ledger/passports.js';
 import { findPaymentByTransactionId, insertPayment } from '../../db/queries/payments.js';
 import { getJson, paidPost, recordFixture, startPassportStack, waitForPassport, type PassportStack, type PaidResponse } from './passportHarness.js';
@@ -196,10 +197,9 @@ describe('passport issuance durability', () => {
     });
     const before = await balance(agent.accountId);
     const run = async () => {
-      const handle = await ps.t.client.workflow.start('passportRefund', {
+      const handle = await startWorkflow(ps.t.client, passportRefundContract, { paymentTransactionId, reason: 'test', timings: ps.state.timings }, {
         taskQueue: ps.t.taskQueue,
         workflowId: ps.workflowId(passportRefundWorkflowId(paymentTransactionId)),
-        args: [{ paymentTransactionId, reason: 'test', timings: ps.state.timings }],
       });
       return handle.result() as Promise<{ refundTransactionId: string; amountTinybars: string }>;
     };

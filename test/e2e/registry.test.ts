@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDirectoryMessage } from '../../domain/directory.js';
 import path from 'node:path';
 import { replayHistoryFile } from '../support/temporal.js';
-import { getJson, historiesDir, recordFixture, startPassportStack, workflowsPath, type PassportStack, buyPassport } from './passportHarness.js';
+import { getJson, historiesDir, recordFixture, signedPost, startPassportStack, workflowsPath, type PassportStack, buyPassport } from './passportHarness.js';
 import { eventually } from '../support/eventually.js';
 
 
@@ -24,9 +24,10 @@ describe('registry keys end to end (localnet, worker, PostgreSQL)', () => {
 
   it('a sponsored registration writes registry.sponsored to the directory topic, paid by the operator', async () => {
     const owner = ps.agents[0]!.did;
-    const res = await fetch(`${ps.baseUrl}/api/v1/agents/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'sponsored-bot', owner }) });
+    // signed by the owner: only then is the owner recorded and the record sponsored (issue 20 item 8)
+    const res = await signedPost(ps, ps.agents[0]!, '/api/v1/agents/register', { name: 'sponsored-bot', owner });
     expect(res.status).toBe(200);
-    const reg = (await res.json()) as Record<string, any>;
+    const reg = res.body;
     expect(reg).toMatchObject({ name: 'sponsored-bot', owner, sponsored: true, status: 'active', directory_record: { status: 'pending' } });
     const key = reg.api_key as string;
 

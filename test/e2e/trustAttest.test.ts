@@ -1,9 +1,10 @@
 // On-chain attestation of trust snapshots end to end: a passport bought over x402 on localnet, the
 // test domain served on a loopback port (TRUST_ALLOW_PRIVATE, a local DNS server), anvil with the
 // passport contract, the trustAttest workflow and the chain indexer on the Temporal dev server.
-// Checks: 401 and 404 refusals, the snapshot with on_chain, the attestation on the contract, the
-// DomainAttested event at GET /events, one transaction per snapshot hash (repeated, concurrent, and
-// a retried activity whose recorded transaction was never sent).
+// Checks: 401, 404 and 403 (no proven ownership by the signer) refusals, the snapshot with on_chain,
+// the attestation on the contract, the DomainAttested event at GET /events, one transaction per
+// snapshot hash (repeated, concurrent, and a retried activity whose recorded transaction was never
+// sent), the 202's Location answering GET with the attestation's state, the per-DID daily quota.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +17,7 @@ import { createAttestActivities } from '../../activities/evm/attest.js';
 import { ensureChainIndexers } from '../../activities/evm/indexerControl.js';
 import { createEvmWalletClient } from '../../evm/clients.js';
 import { findAttestation, openAttestation, recordAttestationTx } from '../../db/queries/trustAttestations.js';
-import { trustAttestWorkflowId } from '../../workflows/trustAttest.js';
+import { trustAttestWorkflowId } from '../../workflows/contracts/trustAttest.js';
 import { buildTestApp, testConfig } from '../support/app.js';
 import { recordHistory } from '../support/temporal.js';
 import { signedHeaders, signChallenge, type TestAgent } from '../support/signing.js';
@@ -28,7 +29,13 @@ import { historiesDir, startPassportStack, type PassportStack, buyPassport } fro
 type Json = Record<string, any>;
 
 const run = Math.random().toString(36).slice(2, 8);
-const DOMAINS = { main: `main-${run}.attest.test`, busy: `busy-${run}.attest.test`, crash: `crash-${run}.attest.test` };
+const DOMAINS = {
+  main: `main-${run}.attest.test`,
+  busy: `busy-${run}.attest.test`,
+  crash: `crash-${run}.attest.test`,
+  slow: `slow-${run}.attest.test`,
+  quota: `quota-${run}.attest.test`,
+};
 const CHAIN_ID = 800_000 + Math.floor(Math.random() * 90_000);
 
 describe('trust snapshot attestation on chain (localnet passport, anvil, Temporal, indexer)', () => {
@@ -50,6 +57,14 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
   const attestationLogs = (hash: string) =>
     chain.publicClient.getContractEvents({ address: chain.addresses.passport, abi: agentPassportAbi, eventName: 'DomainAttested', args: { snapshotHash: `0x${hash}` as Hex }, fromBlock: 0n });
   const nonceOf = () => chain.publicClient.getTransactionCount({ address: attester.address, blockTag: 'latest' });
+  let env: Record<string, string>;
+  /** holder proves ownership of a domain: challenge for its DID, TXT record published, signed verify */
+  const prove = async (domain: string, agent: TestAgent) => {
+    const ch = (await app.inject({ url: `/api/trust/${domain}/challenge?did=${encodeURIComponent(agent.did)}` })).json() as Json;
+    dns.setTxt(`_agent-passport.${domain}`, [`agent-passport-verification=${ch.token}`]);
+    const res = await app.inject({ method: 'POST', url: `/api/trust/${domain}/verify-ownership`, headers: { 'content-type': 'application/json', ...(await signedHeaders(app, agent)) }, payload: JSON.stringify({ did: agent.did, token: ch.token }) });
+    expect(res.statusCode, res.body).toBe(200);
+  };
 
   beforeAll(async () => {
     ps = await startPassportStack('trust-attest');
@@ -61,7 +76,7 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
     const origin = site.origin;
     for (const d of Object.values(DOMAINS)) dns.setA(d, ['127.0.0.1']);
 
-    const env = {
+    env = {
       ...ps.stack.env,
       TEMPORAL_TASK_QUEUE: ps.t.taskQueue,
       RATE_LIMIT_MAX: '100000',
@@ -74,6 +89,8 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
       ESCROW_CONTRACT_ADDRESS: chain.addresses.escrow,
       INDEXER_CONFIRMATIONS: '0',
       EVM_ATTESTER_KEY: attester.privateKey,
+      TRUST_SCANS_DAILY_PER_IP: '100000',
+      TRUST_SCANS_HOURLY_PER_SITE: '100000',
     };
     const config = testConfig(env);
     // the harness's passport activities, plus the EVM group of this configuration (attest + indexer)
@@ -113,6 +130,23 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
     const notDomain = await attest('127.0.0.1', holder);
     expect(notDomain.status).toBe(400);
     expect(notDomain.body.code).toBe('trust_domain_invalid');
+  });
+
+  it('refuses a passport holder who has not proven ownership of the domain (403, with how to prove it); no transaction', async () => {
+    const before = await nonceOf();
+    const r = await attest(DOMAINS.main, holder);
+    expect(r.status, JSON.stringify(r.body)).toBe(403);
+    expect(r.body.code).toBe('trust_ownership_required');
+    expect(r.body.hint).toContain(`/api/trust/${DOMAINS.main}/challenge?did=${holder.did}`);
+    expect(r.body.hint).toContain('verify-ownership');
+    expect(await nonceOf()).toBe(before);
+    // proven for one domain is not proven for another
+    await prove(DOMAINS.main, holder);
+    const other = await attest(DOMAINS.busy, holder);
+    expect(other.status).toBe(403);
+    expect(other.body.code).toBe('trust_ownership_required');
+    await prove(DOMAINS.busy, holder);
+    expect(await nonceOf()).toBe(before);
   });
 
   it('writes the snapshot hash on chain and answers the snapshot with on_chain; the event reaches GET /events', async () => {
@@ -182,6 +216,72 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
     expect(((await app.inject({ url: `/api/trust/${DOMAINS.busy}` })).json() as Json).on_chain).toEqual(all[0]!.body.on_chain);
     expect(await attestationLogs(all[0]!.body.integrity.snapshot_hash)).toHaveLength(1);
     expect(await nonceOf()).toBe(nonce + 1);
+  });
+
+  it('answers GET on the attestation (the 202 Location) with its state: pending while the chain write runs, confirmed with on_chain after', async () => {
+    // an API whose workflows go to a task queue no worker serves: the attestation stays pending past the bounded wait
+    const idle = await buildTestApp({ ...env, TEMPORAL_TASK_QUEUE: `${ps.t.taskQueue}-idle` }, { sql: ps.sql, ledger: ps.stack.ledger, temporal: async () => ps.t.client });
+    let workflowId: string | undefined;
+    try {
+      await prove(DOMAINS.slow, holder);
+      const res = await idle.inject({ method: 'POST', url: `/api/trust/${DOMAINS.slow}/attest`, headers: { 'content-type': 'application/json', ...(await signedHeaders(idle, holder)) }, payload: JSON.stringify({ did: holder.did }) });
+      expect(res.statusCode, res.body).toBe(202);
+      const body = res.json() as Json;
+      workflowId = body.workflowId;
+      expect(body.code).toBe('request_pending');
+      const location = res.headers.location as string;
+      expect(location).toMatch(new RegExp(`^/api/trust/${DOMAINS.slow.replace(/\./g, '\\.')}/attestations/[0-9a-f]{64}$`));
+      expect(body._links.poll.href).toBe(location);
+      const poll = await app.inject({ url: location });
+      expect(poll.statusCode, poll.body).toBe(200);
+      expect(poll.json()).toMatchObject({ domain: DOMAINS.slow, status: 'pending', attested_by: holder.did, snapshot_hash: location.split('/').pop() });
+      expect(poll.json()).not.toHaveProperty('on_chain');
+    } finally {
+      if (workflowId) await ps.t.client.workflow.getHandle(workflowId).terminate('test over').catch(() => undefined);
+      await idle.close();
+    }
+
+    // a confirmed one: its state carries on_chain and the attested snapshot, as attest answered them
+    const done = await attest(DOMAINS.main, holder);
+    const state = await app.inject({ url: `/api/trust/${DOMAINS.main}/attestations/${done.body.integrity.snapshot_hash}` });
+    expect(state.statusCode).toBe(200);
+    expect(state.json()).toMatchObject({ status: 'confirmed', on_chain: done.body.on_chain, snapshot: done.body });
+    // unknown hash, another domain's hash, not a hash: 404
+    for (const url of [`/api/trust/${DOMAINS.main}/attestations/${'0'.repeat(64)}`, `/api/trust/${DOMAINS.busy}/attestations/${done.body.integrity.snapshot_hash}`, `/api/trust/${DOMAINS.main}/attestations/xyz`]) {
+      const r = await app.inject({ url });
+      expect(r.statusCode, url).toBe(404);
+      expect(r.json().code).toBe('trust_attestation_not_found');
+    }
+  }, 90_000);
+
+  it('new attestations count against a per-DID daily quota: 429 with the rate-limit headers, no transaction; attested hashes stay free', async () => {
+    await prove(DOMAINS.quota, holder);
+    const [used] = await ps.sql<{ count: number }[]>`select count from quota_counters where scope = 'trust.attest.did' and subject = ${holder.did} order by window_start desc limit 1`;
+    // one place left; every request rescans (no cache), so every attest is a new snapshot hash
+    const limited = await buildTestApp({ ...env, TRUST_ATTEST_DAILY_PER_DID: String((used?.count ?? 0) + 1), TRUST_SNAPSHOT_TTL_MS: '0' }, { sql: ps.sql, ledger: ps.stack.ledger, temporal: async () => ps.t.client });
+    try {
+      const send = async () => {
+        const res = await limited.inject({ method: 'POST', url: `/api/trust/${DOMAINS.quota}/attest`, headers: { 'content-type': 'application/json', ...(await signedHeaders(limited, holder)) }, payload: JSON.stringify({ did: holder.did }) });
+        return { status: res.statusCode, body: res.json() as Json, headers: res.headers };
+      };
+      const first = await send();
+      expect(first.status, JSON.stringify(first.body)).toBe(200);
+      const nonce = await nonceOf();
+      const over = await send();
+      expect(over.status, JSON.stringify(over.body)).toBe(429);
+      expect(over.body).toMatchObject({ code: 'trust_quota_exceeded', retryable: true });
+      expect(over.headers['x-ratelimit-limit']).toBe(String((used?.count ?? 0) + 1));
+      expect(over.headers['x-ratelimit-remaining']).toBe('0');
+      expect(Number(over.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000);
+      expect(await nonceOf()).toBe(nonce);
+      // a hash already attested is answered from the record, quota or not
+      const again = await limited.inject({ url: `/api/trust/${DOMAINS.quota}/attestations/${first.body.integrity.snapshot_hash}` });
+      expect(again.json().status).toBe('confirmed');
+      const attested = await attest(DOMAINS.main, holder);
+      expect(attested.status).toBe(200);
+    } finally {
+      await limited.close();
+    }
   });
 
   it('a retried activity sends the transaction it recorded before a crash, never a second one', async () => {

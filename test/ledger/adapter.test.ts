@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@hashgraph/sdk';
 import { startLocalnet, type Localnet } from '../../localnet/index.js';
 import { createLedgerClient } from '../../ledger/client.js';
-import { parsePrivateKey, publicKeyFromMirror, verifySignature, signBytes } from '../../ledger/keys.js';
+import { parsePrivateKey, publicKeyFromMirror, verifySignature, signBytes } from '@agent-passport/core/keys';
 import { MirrorClient } from '../../ledger/mirror.js';
 import {
   buildHbarTransfer,

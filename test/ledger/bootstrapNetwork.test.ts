@@ -7,12 +7,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TokenCreateTransaction, TokenType } from '@hashgraph/sdk';
+import { PrivateKey, TokenCreateTransaction, TokenType } from '@hashgraph/sdk';
 import { bootstrapNetwork, migratePassportCollection, passportCollectionProblems, type DeploymentFile } from '../../ledger/bootstrapNetwork.js';
 import { createLedgerClient } from '../../ledger/client.js';
-import { parsePrivateKey } from '../../ledger/keys.js';
+import { parsePrivateKey } from '@agent-passport/core/keys';
 import { MirrorClient } from '../../ledger/mirror.js';
-import { loadLedgerDeployment } from '../../ledger/deployment.js';
+import { escrowKeyProblem, loadLedgerDeployment } from '../../ledger/deployment.js';
 import { freezeAccount, mintNft } from '../../ledger/operations.js';
 import { LedgerError } from '../../ledger/errors.js';
 import { startLocalnet, type Localnet } from '../../localnet/index.js';
@@ -31,6 +31,7 @@ describe('bootstrapNetwork', () => {
 
   it('creates the collection and topics and writes a key-free deployment the services load', async () => {
     const op = net.config.operator;
+    const escrowKey = PrivateKey.generateED25519();
     const client = createLedgerClient({ network: 'local', node: net.config.node, operator: op });
     try {
       const file = await bootstrapNetwork({
@@ -39,8 +40,10 @@ describe('bootstrapNetwork', () => {
         node: net.config.node,
         operator: { accountId: op.accountId, privateKey: parsePrivateKey(op.privateKey) },
         mirrorUrl: net.mirrorUrl,
+        escrowKey,
       });
       expect(JSON.stringify(file)).not.toContain(op.privateKey);
+      expect(JSON.stringify(file)).not.toContain(escrowKey.toStringDer());
       expect(file.passportTokenId).not.toBe(net.config.passportTokenId); // a new collection
       expect(Object.keys(file.topics).sort()).toEqual(['a2a', 'audit', 'directory', 'marketplace']);
 
@@ -53,8 +56,21 @@ describe('bootstrapNetwork', () => {
 
       const deploymentPath = path.join(dir, 'testnet-like.json');
       fs.writeFileSync(deploymentPath, JSON.stringify(file));
-      const deployment = loadLedgerDeployment(testConfig({ LOCALNET_CONFIG_PATH: deploymentPath, HEDERA_OPERATOR_KEY: op.privateKey }));
+      const deployment = loadLedgerDeployment(testConfig({ LOCALNET_CONFIG_PATH: deploymentPath, HEDERA_OPERATOR_KEY: op.privateKey, ESCROW_PRIVATE_KEY: escrowKey.toStringDer() }));
       expect(deployment.operator).toEqual({ accountId: op.accountId, privateKey: op.privateKey });
+      // the escrow (issue 19): an account of its own, with the key the caller keeps, holding nothing
+      expect(deployment.escrow).not.toBe(op.accountId);
+      expect(deployment.escrowPrivateKey).toBe(escrowKey.toStringDer());
+      const escrowAccount = await mirror.getAccount(deployment.escrow);
+      expect(escrowAccount?.key?.key).toBe(escrowKey.publicKey.toStringRaw());
+      expect(BigInt(escrowAccount!.balance.balance)).toBe(0n);
+      // the worker's start-up check: the escrow key must be the escrow account's
+      expect(await escrowKeyProblem(mirror, deployment)).toBeNull();
+      expect(await escrowKeyProblem(mirror, { escrow: deployment.escrow, escrowPrivateKey: op.privateKey })).toMatch(/not the key of the escrow account/);
+      // production refuses an escrow that is the operator's own account
+      const shared = path.join(dir, 'shared-escrow.json');
+      fs.writeFileSync(shared, JSON.stringify({ ...file, escrow: op.accountId }));
+      expect(() => loadLedgerDeployment(testConfig({ NODE_ENV: 'production', LOCALNET_CONFIG_PATH: shared, HEDERA_OPERATOR_KEY: op.privateKey }))).toThrow(/account of its own/);
       const minted = await mintNft(client, { tokenId: deployment.passportTokenId, metadata: [new TextEncoder().encode('ap/1 tier=bronze caps=api_call')] });
       expect(minted.serials).toEqual(['1']); // ReceiptSummary carries serials as decimal strings
     } finally {

@@ -105,12 +105,39 @@ describe('idempotent submit', () => {
     const poor = ln.config.accounts[5];
     const key = `${run}/insufficient`;
     const build = () => buildHbarTransfer({ from: poor.accountId, to: ln.config.escrow, amountTinybars: 10n ** 17n });
-    const { parsePrivateKey } = await import('../../ledger/keys.js');
+    const { parsePrivateKey } = await import('@agent-passport/core/keys');
     const signers = [parsePrivateKey(poor.privateKey)];
     const first = await submitter.submit({ idempotencyKey: key, build, signers }).catch((e) => e);
     expect(first).toBeInstanceOf(LedgerError);
     expect(first.retryable).toBe(false);
     const second = await submitter.submit({ idempotencyKey: key, build, signers }).catch((e) => e);
     expect(second).toMatchObject({ status: first.status, retryable: false });
+  });
+
+  it('never adds the operator signature to bytes built elsewhere: a frozen operator -> attacker transfer is refused, nothing moves (issue 19)', async () => {
+    const attacker = ln.config.accounts[4];
+    const { parsePrivateKey } = await import('@agent-passport/core/keys');
+    const { AccountId, Hbar, TransactionId, TransferTransaction } = await import('@hashgraph/sdk');
+    // what a client could put into a workflow input: paid and signed by the attacker, debiting the operator
+    const forged = () => {
+      const tx = new TransferTransaction()
+        .addHbarTransfer(AccountId.fromString(ln.config.operator.accountId), Hbar.fromTinybars(-25_000_000_000))
+        .addHbarTransfer(AccountId.fromString(attacker.accountId), Hbar.fromTinybars(25_000_000_000))
+        .setTransactionId(TransactionId.generate(AccountId.fromString(attacker.accountId)))
+        .setNodeAccountIds([AccountId.fromString(ln.config.node.accountId)])
+        .freeze();
+      return tx.sign(parsePrivateKey(attacker.privateKey));
+    };
+    const before = await balance(attacker.accountId);
+    const err = await submitter.submit({ idempotencyKey: `${run}/forged`, kind: 'hbar_transfer', build: forged }).catch((e) => e);
+    expect(err).toBeInstanceOf(LedgerError);
+    expect(err).toMatchObject({ status: 'INVALID_TRANSACTION', retryable: false });
+    expect(await findSubmission(sql, `${run}/forged`)).toBeNull();
+    // a look-alike of a checker's verdict is no verdict
+    const fake = await submitter
+      .submit({ idempotencyKey: `${run}/forged-checked`, checked: async () => ({ transaction: await forged(), operatorPays: true, checker: 'fake' }) as never })
+      .catch((e) => e);
+    expect(fake).toMatchObject({ status: 'INVALID_TRANSACTION' });
+    expect(await balance(attacker.accountId)).toBe(before);
   });
 });

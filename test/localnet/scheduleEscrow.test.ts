@@ -3,7 +3,8 @@
 // can be neither signed nor deleted (INVALID_SCHEDULE_ID) and never moves money; a ScheduleSign paid
 // by another account (the service) counts the poster's signature; the schedule's creator pays the
 // scheduled transfer's fee, so the poster's balance moves by the amount only; a scheduled transfer
-// that fails (balance) is recorded as the scheduled child with its own status on the mirror.
+// that fails (balance) is recorded as the scheduled child with its own status on the mirror;
+// ScheduleGetInfo tells executed and deleted apart until the expiration purges the schedule.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AccountCreateTransaction,
@@ -13,9 +14,11 @@ import {
   PrivateKey,
   ScheduleCreateTransaction,
   ScheduleDeleteTransaction,
+  ScheduleInfoQuery,
   ScheduleSignTransaction,
   Timestamp,
   TransactionId,
+  TransactionReceiptQuery,
   TransferTransaction,
 } from '@hashgraph/sdk';
 import type { Localnet } from '../../localnet/index.js';
@@ -104,6 +107,38 @@ describe('escrow schedules on localnet', () => {
     expect(await statusOf(async () => (await new ScheduleDeleteTransaction().setScheduleId(scheduleId).execute(client)).getReceipt(client))).toBe('INVALID_SCHEDULE_ID');
     expect(await balanceOf(poster)).toBe(p0);
     expect((await mirror.getSchedule(scheduleId))?.executed_timestamp ?? null).toBeNull();
+  });
+
+  it('ScheduleGetInfo answers as Hedera: execution and deletion times while the schedule lives, INVALID_SCHEDULE_ID once its expiration purged it, whatever became of it', async () => {
+    const posterKey = PrivateKey.generateED25519();
+    const poster = await newAccount(posterKey, 10);
+    const escrow = await newAccount(PrivateKey.generateED25519(), 1);
+    const info = (id: string) => new ScheduleInfoQuery().setScheduleId(id).execute(client);
+    const expiresAt = new Date(Date.now() + 3_000);
+    const executed = await escrowSchedule(poster, escrow, 1_000, expiresAt);
+    const deleted = await escrowSchedule(poster, escrow, 2_000, expiresAt);
+    const pending = await info(executed.scheduleId);
+    expect(pending.executed).toBeNull();
+    expect(pending.deleted).toBeNull();
+    expect(pending.scheduledTransactionId?.toString()).toBe(`${executed.createTxId}?scheduled`);
+    await posterSign(executed.scheduleId, posterKey);
+    await (await new ScheduleDeleteTransaction().setScheduleId(deleted.scheduleId).execute(client)).getReceipt(client);
+    const e = await info(executed.scheduleId);
+    expect(e.executed).not.toBeNull();
+    expect(e.deleted).toBeNull();
+    const d = await info(deleted.scheduleId);
+    expect(d.deleted).not.toBeNull();
+    expect(d.executed).toBeNull();
+    // past the expiration both are purged: the ledger no longer has them (the mirror keeps their history)
+    while (Date.now() < expiresAt.getTime() + 500) await new Promise((r) => setTimeout(r, 250));
+    await newAccount(PrivateKey.generateED25519(), 1); // consensus moves past the expiration
+    expect(await statusOf(() => info(executed.scheduleId))).toBe('INVALID_SCHEDULE_ID');
+    expect(await statusOf(() => info(deleted.scheduleId))).toBe('INVALID_SCHEDULE_ID');
+    expect(await statusOf(() => posterSign(executed.scheduleId, posterKey))).toBe('INVALID_SCHEDULE_ID');
+    expect((await mirror.getSchedule(executed.scheduleId))?.executed_timestamp).toBeTruthy();
+    // the scheduled transaction's own receipt still tells its outcome
+    const receipt = await new TransactionReceiptQuery().setTransactionId(TransactionId.fromString(`${executed.createTxId}?scheduled`)).execute(client);
+    expect(receipt.status.toString()).toBe('SUCCESS');
   });
 
   it('a pending schedule deleted by its admin key cannot execute afterwards', async () => {

@@ -43,6 +43,9 @@ describe('content pages in headless Chromium', () => {
   let base: string;
   const loaded = new Map<string, Loaded>();
   const tok = `pg${process.pid}`;
+  const hostileTitle = `feed task ${tok} hostile ]]> one ]]></title><link>https://evil.example/forged</link><title><![CDATA[ <b>bold</b>`;
+  const hostileDescription = '<img src="x" onerror="alert(1)"><a href="https://evil.example/">click</a> ]]> & ]]> <script>alert(2)</script>';
+  let hostile: { taskId: string };
 
   const open = async (pagePath: string): Promise<{ page: Page; loaded: Loaded }> => {
     const page = await browser.newPage();
@@ -77,6 +80,8 @@ describe('content pages in headless Chromium', () => {
     await seedAgent(sql, { name: `feed-agent-${tok}-two`, sequence: seq + 2, timestamp: Date.parse('2030-01-03T00:00:00Z') });
     await seedTask(sql, { title: `feed task ${tok} <first> & co`, description: 'An "escaped" description', createdAt: '2030-01-02T00:00:00.000Z' });
     await seedTask(sql, { title: `feed task ${tok} second`, createdAt: '2030-01-04T00:00:00.000Z' });
+    // issue 19 item 9: a title that closes the CDATA twice to forge a <link>, and HTML in the description
+    hostile = await seedTask(sql, { title: hostileTitle, description: hostileDescription, createdAt: '2030-01-05T00:00:00.000Z' });
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'chromium-profile-'));
     browser = await puppeteer.launch({
@@ -194,6 +199,11 @@ describe('content pages in headless Chromium', () => {
         const text = await res.text();
         const doc = new DOMParser().parseFromString(text, 'application/xml');
         const child = (el: Element, name: string) => [...el.children].find((c) => c.tagName === name)?.textContent ?? null;
+        // what a reader that treats the text as HTML shows, and how many elements it would render
+        const asHtml = (s: string | null) => {
+          const body = new DOMParser().parseFromString(s ?? '', 'text/html').body;
+          return { text: body.textContent as string, elements: body.querySelectorAll('*').length as number };
+        };
         const channel = doc.documentElement.querySelector(':scope > channel');
         return {
           status: res.status,
@@ -210,6 +220,8 @@ describe('content pages in headless Chromium', () => {
                 guid: child(i, 'guid'),
                 pubDate: child(i, 'pubDate'),
                 description: child(i, 'description'),
+                titleHtml: asHtml(child(i, 'title')),
+                descriptionHtml: asHtml(child(i, 'description')),
               }))
             : [],
         };
@@ -234,11 +246,18 @@ describe('content pages in headless Chromium', () => {
       }
       const times = feed.items.map((i) => Date.parse(i.pubDate!));
       expect(times).toEqual([...times].sort((a, b) => b - a));
-      // the seeded rows, newest first, titles unescaped by the parser
-      const mine = feed.items.filter((i) => i.title?.includes(tok)).map((i) => i.title);
-      expect(mine).toEqual([`Task posted: feed task ${tok} second`, `Agent registered: feed-agent-${tok}-two`, `Task posted: feed task ${tok} <first> & co`, `Agent registered: feed-agent-${tok}-one`]);
+      // text, never markup: no title or description renders an element in a reader that reads it as HTML
+      for (const i of feed.items) expect([i.titleHtml.elements, i.descriptionHtml.elements]).toEqual([0, 0]);
+      // the seeded rows, newest first, titles as the reader shows them
+      const mine = feed.items.filter((i) => i.titleHtml.text.includes(tok)).map((i) => i.titleHtml.text);
+      expect(mine).toEqual([`Task posted: ${hostileTitle}`, `Task posted: feed task ${tok} second`, `Agent registered: feed-agent-${tok}-two`, `Task posted: feed task ${tok} <first> & co`, `Agent registered: feed-agent-${tok}-one`]);
+      // the hostile task is exactly one item, its text intact, and no item links anywhere but here
+      const forged = feed.items.filter((i) => i.link?.endsWith(`/market/tasks/${hostile.taskId}`));
+      expect(forged).toHaveLength(1);
+      expect(forged[0].descriptionHtml.text).toBe(`12.5 HBAR, status posted; needs data_provide. ${hostileDescription}`);
+      expect(feed.items.filter((i) => !i.link?.startsWith(`${base}/`))).toEqual([]);
       // every item's link answers 200 (agents and tasks from memory)
-      for (const i of feed.items.filter((x) => x.title?.includes(tok))) expect((await fetch(i.link!)).status).toBe(200);
+      for (const i of feed.items.filter((x) => x.titleHtml.text.includes(tok))) expect((await fetch(i.link!)).status).toBe(200);
     } finally {
       await page.close();
     }

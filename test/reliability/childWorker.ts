@@ -44,6 +44,8 @@ export interface ChildProcessOptions {
   readyTimeoutMs?: number;
   /** open an IPC channel (child.send) */
   ipc?: boolean;
+  /** its working directory (default: this repository; another tree's copy for an older version) */
+  cwd?: string;
   name?: string;
   /**
    * where all its output is also written (appended): by default `<name>-<pid>.log` in the
@@ -57,7 +59,7 @@ export async function startChildProcess(o: ChildProcessOptions): Promise<ChildWo
   const name = o.name ?? path.basename(o.entry);
   const readyTimeoutMs = o.readyTimeoutMs ?? 120_000;
   const child = spawn(process.execPath, ['--import', 'tsx', o.entry], {
-    cwd: root,
+    cwd: o.cwd ?? root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'test', LOG_LEVEL: 'warn', ...o.env },
     stdio: o.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });

@@ -1,4 +1,5 @@
-// Flood (issue 13, item 4), small numbers: one address floods two API instances sharing Redis while
+// Flood (issue 13, item 4), small numbers: one address floods two API instances sharing Redis (behind
+// a proxy at 127.0.0.1: TRUST_PROXY=127.0.0.1, addresses in X-Forwarded-For) while
 // others use their quota. Exactly RATE_LIMIT_MAX requests of each address pass per window, whichever
 // instance answers; every 429 carries the X-RateLimit headers and the error body; the other addresses
 // keep their whole quota. scripts/flood.ts runs the same with 10,000 requests and prints latencies.
@@ -6,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPortOpen } from '../../scripts/lib/ports.js';
 import { countByAddress, flood, interleave, startFloodInstances, type FloodInstances } from './flood.js';
+import { LoopbackClient } from './abuseFlood.js';
 
 const MAX = 20;
 const redisUp = await isPortOpen(6379);
@@ -46,6 +48,19 @@ describe.skipIf(!redisUp)('flood against two API instances sharing Redis', () =>
     // and their next request is over the quota too
     const after = await flood(api.urls, [{ address: others[0] }], 1);
     expect(after[0].status).toBe(429);
+  });
+
+  it('behind the proxy 127.0.0.1, a client reaching the API from another address (127.0.0.2) cannot choose its address with X-Forwarded-For', async () => {
+    const limited = await startFloodInstances({ redisUrl: 'redis://127.0.0.1:6379', max: 5, windowMs: 60_000 });
+    const client = new LoopbackClient(limited.urls);
+    try {
+      const calls = Array.from({ length: 8 }, (_, i) => ({ address: '127.0.0.2', path: '/catalog', headers: { 'x-forwarded-for': `192.0.2.${i + 1}` } }));
+      const answers = await client.flood(calls, 1);
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    } finally {
+      client.close();
+      await limited.close();
+    }
   });
 
   it('without TRUST_PROXY, X-Forwarded-For does not buy a new quota: every request counts against the socket address', async () => {

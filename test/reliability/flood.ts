@@ -2,7 +2,9 @@
  * The flood (issue 13, item 4): requests from one "hog" address and from many others, spread over two
  * API instances that share their rate-limit counters in Redis. Used by test/reliability/flood.test.ts
  * (small numbers) and scripts/flood.ts (10,000 requests, latency percentiles printed).
- * Addresses are given with X-Forwarded-For; the instances run with TRUST_PROXY=true as behind a proxy.
+ * Addresses are given with X-Forwarded-For; the instances run as behind a proxy at 127.0.0.1
+ * (TRUST_PROXY=127.0.0.1, the form production accepts: TRUST_PROXY=true is refused there), which is
+ * where the requests come from. test/reliability/abuseFlood.test.ts uses real source addresses instead.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -16,9 +18,10 @@ export interface FloodInstances {
 }
 
 /** Two API instances (no database: /catalog needs none) sharing one Redis namespace of their own. */
-export async function startFloodInstances(opts: { redisUrl: string; max: number; windowMs: number; trustProxy?: boolean }): Promise<FloodInstances> {
+export async function startFloodInstances(opts: { redisUrl: string; max: number; windowMs: number; trustProxy?: string | false }): Promise<FloodInstances> {
   const redis = new Redis(opts.redisUrl, { keyPrefix: `flood-${randomUUID()}-`, maxRetriesPerRequest: 2 });
-  const env = { NODE_ENV: 'test', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: String(opts.max), RATE_LIMIT_WINDOW_MS: String(opts.windowMs), TRUST_PROXY: String(opts.trustProxy ?? true) };
+  // the proxy in front: the flood's own sockets (127.0.0.1); false: no proxy, the socket is the client
+  const env = { NODE_ENV: 'test', LOG_LEVEL: 'silent', RATE_LIMIT_MAX: String(opts.max), RATE_LIMIT_WINDOW_MS: String(opts.windowMs), TRUST_PROXY: String(opts.trustProxy ?? '127.0.0.1') };
   const apps: FastifyInstance[] = [];
   for (let i = 0; i < 2; i++) apps.push(await buildApp({ config: loadConfig(env), redis }, { logger: false }));
   const urls = await Promise.all(apps.map((a) => a.listen({ host: '127.0.0.1', port: 0 })));

@@ -56,6 +56,7 @@ describe('secrets scan', () => {
     expect(await dumpRows(inject('databaseUrl'), dump)).toBeGreaterThan(0);
 
     const workflowId = `secrets-probe-${randomUUID()}`;
+    // a type no worker runs (not one of ours, so no contract): only the input Temporal stores matters here
     const handle = await client.workflow.start('noSuchWorkflow', { taskQueue: `secrets-probe-${randomUUID()}`, workflowId, args: [{ apiKey: inInput }] });
     await handle.terminate(`operator pasted ${inFailure.toStringRaw()}`);
 

@@ -2,7 +2,7 @@
  * The secrets scan (issue 13, item 5): every secret the tests recorded (test/support/secrets.ts) is
  * searched for in the API logs the tests wrote, in the rows of the databases (the run's database
  * and each e2e stack's, dumped before it was dropped) and in the decoded Temporal histories (every
- * workflow of the run's namespace, payloads decoded from base64; encrypted payloads are counted, not
+ * workflow of the run's namespaces, payloads decoded from base64; encrypted payloads are counted, not
  * decoded) and in the files localnet stacks left (their journals, each transaction decoded from
  * base64, and the facilitator's settlements; keepLedgerFiles). Each secret is searched as given and,
  * for Hedera DER keys, as raw hex and base64.
@@ -25,6 +25,8 @@ export interface ScanReport {
   databases: number;
   rows: number;
   workflows: number;
+  /** the Temporal namespaces whose histories were read */
+  namespaces?: number;
   payloads: number;
   encryptedPayloads: number;
   /** files of localnet data directories (journals, facilitator settlements) and the transactions of their journals */
@@ -141,7 +143,8 @@ export async function scanForSecrets(opts: {
   /** files kept from localnet data directories (keepLedgerFiles), searched recursively */
   ledgerDir?: string;
   temporalAddress?: string;
-  namespace?: string;
+  /** the namespaces to read (default: `default`) */
+  namespaces?: string[];
 }): Promise<ScanReport> {
   const hay = new Haystack(opts.secrets.map((s) => ({ label: s.label, needles: needlesOf(s.value) })));
   const report: ScanReport = { secrets: opts.secrets.length, logFiles: 0, logBytes: 0, databases: 0, rows: 0, workflows: 0, payloads: 0, encryptedPayloads: 0, ledgerFiles: 0, transactions: 0, found: [] };
@@ -174,15 +177,19 @@ export async function scanForSecrets(opts: {
   if (opts.temporalAddress) {
     const connection = await Connection.connect({ address: opts.temporalAddress });
     try {
-      const client = new Client({ connection, namespace: opts.namespace ?? 'default' });
-      for await (const wf of client.workflow.list()) {
-        const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
-        report.workflows++;
-        const p = { texts: [] as string[], encrypted: 0, total: 0 };
-        payloadTexts(history, p);
-        report.payloads += p.total;
-        report.encryptedPayloads += p.encrypted;
-        hay.search(p.texts.join('\n'), `workflow ${wf.workflowId}`);
+      const namespaces = opts.namespaces ?? ['default'];
+      report.namespaces = namespaces.length;
+      for (const namespace of namespaces) {
+        const client = new Client({ connection, namespace });
+        for await (const wf of client.workflow.list()) {
+          const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+          report.workflows++;
+          const p = { texts: [] as string[], encrypted: 0, total: 0 };
+          payloadTexts(history, p);
+          report.payloads += p.total;
+          report.encryptedPayloads += p.encrypted;
+          hay.search(p.texts.join('\n'), `workflow ${namespace === 'default' ? '' : `${namespace}/`}${wf.workflowId}`);
+        }
       }
     } finally {
       await connection.close();

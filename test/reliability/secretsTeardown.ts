@@ -12,7 +12,7 @@ export function secretsRunDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'agent-passport-secrets-'));
 }
 
-export async function runSecretsScan(opts: { dir: string; databaseUrl: string; temporalAddress?: string; log(line: string): void }): Promise<ScanReport> {
+export async function runSecretsScan(opts: { dir: string; databaseUrl: string; temporalAddress?: string; namespaces?: string[]; log(line: string): void }): Promise<ScanReport> {
   const empty: ScanReport = { secrets: 0, logFiles: 0, logBytes: 0, databases: 0, rows: 0, workflows: 0, payloads: 0, encryptedPayloads: 0, ledgerFiles: 0, transactions: 0, found: [] };
   if (process.env.SECRETS_SCAN === '0') return empty;
   const secrets = readSecrets(opts.dir);
@@ -30,10 +30,11 @@ export async function runSecretsScan(opts: { dir: string; databaseUrl: string; t
     dumpFiles: fs.readdirSync(dumps).map((f) => path.join(dumps, f)),
     ledgerDir: path.join(opts.dir, 'localnet'),
     temporalAddress: opts.temporalAddress, // only a dev server this run started (never a shared one)
+    namespaces: opts.namespaces,
   });
   opts.log(
     `secrets scan: ${report.secrets} secrets in ${report.logFiles} log files (${report.logBytes} bytes), ${report.rows} rows of ${report.databases} databases, ` +
-      `${report.payloads} payloads of ${report.workflows} workflow histories (${report.encryptedPayloads} encrypted), ` +
+      `${report.payloads} payloads of ${report.workflows} workflow histories${report.namespaces && report.namespaces > 1 ? ` in ${report.namespaces} namespaces` : ''} (${report.encryptedPayloads} encrypted), ` +
       `${report.transactions} transactions in ${report.ledgerFiles} localnet files: ${report.found.length} found` +
       (report.found.length ? `\n  ${report.found.join('\n  ')}` : ''),
   );

@@ -1,7 +1,7 @@
 // The dev launcher's supervision: a child killed with SIGKILL is started again; once stopped on
 // purpose it stays stopped.
 import { afterEach, describe, expect, it } from 'vitest';
-import { startChild, superviseChild, type SupervisedChild } from '../../scripts/lib/children.js';
+import { startChild, superviseChild, waitForReady, type ManagedChild, type SupervisedChild } from '../../scripts/lib/children.js';
 
 let supervised: SupervisedChild | null = null;
 afterEach(async () => {
@@ -53,5 +53,40 @@ describe('superviseChild', () => {
     supervised = superviseChild(() => startChild('crasher', process.execPath, ['-e', 'process.exit(3)']), (l) => lines.push(l));
     await until('two restarts', () => lines.length >= 2, 10_000);
     expect(lines.slice(0, 2)).toEqual(['crasher exited (code 3); restarting in 1 s', 'crasher exited (code 3); restarting in 2 s']);
+  });
+});
+
+describe('waitForReady (the launchers\' start-up wait)', () => {
+  const started: ManagedChild[] = [];
+  afterEach(async () => {
+    for (const c of started.splice(0)) await c.stop(1_000);
+  });
+
+  it('waits past the stall limit while the child keeps making progress', async () => {
+    // ready after ~3 s, printing every 200 ms; the stall limit is 1 s: progress, not a deadline, decides
+    const child = startChild('slow', process.execPath, ['-e', 'const t0 = Date.now(); setInterval(() => console.log(Date.now() - t0 > 3000 ? "ready" : "working"), 200)']);
+    started.push(child);
+    await waitForReady(child, { what: 'slow', ready: () => child.tail().includes('ready'), stallMs: 1_000, pollMs: 50 });
+    expect(child.tail()).toContain('ready');
+  });
+
+  it('fails a child that shows no sign of life (no output, no CPU time) for the stall limit, naming it', async () => {
+    const child = startChild('silent', process.execPath, ['-e', 'console.log("hello"); setInterval(() => {}, 1000)']);
+    started.push(child);
+    await expect(waitForReady(child, { what: 'the silent one', ready: () => false, stallMs: 1_500, pollMs: 50 })).rejects.toThrow(/the silent one is not ready and made no progress .* for 2 s; its last lines:\n    hello/);
+  });
+
+  it('fails at once when the child exits first, with its last lines', async () => {
+    const child = startChild('crasher', process.execPath, ['-e', 'console.error("bad config"); process.exit(3)']);
+    await expect(waitForReady(child, { what: 'the crasher', ready: () => false })).rejects.toThrow(/the crasher exited \(code 3\) before it was ready; its last lines:\n    bad config/);
+  });
+
+  it('ends at once when the launcher is asked to stop', async () => {
+    const child = startChild('sleeper', process.execPath, ['-e', 'setInterval(() => {}, 1000)']);
+    started.push(child);
+    const abort = new AbortController();
+    const waiting = waitForReady(child, { what: 'sleeper', ready: () => false, signal: abort.signal });
+    abort.abort();
+    await expect(waiting).rejects.toThrow('start-up of sleeper interrupted');
   });
 });

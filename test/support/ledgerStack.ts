@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { startLocalnet, type Localnet } from '../../localnet/index.js';
 import { loadLedgerDeployment, type LedgerDeployment } from '../../ledger/deployment.js';
-import { ledgerClients } from '../../ledger/context.js';
+import { ledgerClients } from '../../ledger/services.js';
 import { mirrorAccountKeys } from '../../api/auth/accountKeys.js';
 import type { LedgerContext } from '../../api/context.js';
 import { testConfig } from './app.js';
@@ -28,18 +28,19 @@ export async function startLedgerStack(prefix = 'stack'): Promise<LedgerStack> {
   const localnet = await startLocalnet({ dataDir: join(dir, 'localnet'), grpcPort: 0, mirrorPort: 0, facilitatorPort: 0, localnetJsonPath });
   // every private key of this localnet is a secret the secrets scan looks for (test/reliability/secretsScan.ts)
   recordSecret('localnet operator key', localnet.config.operator.privateKey);
+  recordSecret('localnet escrow key', localnet.config.escrowPrivateKey);
   for (const a of localnet.config.accounts) recordSecret(`localnet account ${a.accountId} key`, a.privateKey);
   const env = { LOCALNET_CONFIG_PATH: localnetJsonPath, HEDERA_NETWORK: 'local' };
   const deployment = loadLedgerDeployment(testConfig(env));
-  const { client, mirror } = ledgerClients(deployment);
-  const ledger: LedgerContext = { deployment, client, mirror, keys: mirrorAccountKeys(mirror, 1_000) };
+  const clients = ledgerClients(deployment);
+  const ledger: LedgerContext = { ...clients, keys: mirrorAccountKeys(clients.mirror, 1_000) };
   return {
     localnet,
     deployment,
     env,
     ledger,
     async stop() {
-      client.close();
+      clients.client.close();
       await localnet.stop();
       keepLocalnetData(join(dir, 'localnet'), basename(dir)); // its journal, for the secrets scan
       rmSync(dir, { recursive: true, force: true });

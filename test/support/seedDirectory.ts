@@ -6,7 +6,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Sql } from '../../db/client.js';
 import { recordRegisteredAgent } from '../../db/queries/agents.js';
-import { upsertTask } from '../../db/queries/tasks.js';
+import { upsertTask } from '../../db/queries/marketTasks.js';
 import type { Capability } from '../../domain/capabilities.js';
 import { postedTask, type TaskRecord, type TaskStatus } from '../../domain/market.js';
 import type { Tier } from '../../domain/tiers.js';

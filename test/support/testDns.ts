@@ -18,6 +18,8 @@ export interface TestDnsServer {
   clear(name: string): void;
   /** how many queries it answered for a name */
   queries(name: string): number;
+  /** every name it was asked about, with its query count (a copy) */
+  queried(): Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function startTestDns(): Promise<TestDnsServer> {
       txt.delete(name.toLowerCase());
     },
     queries: (name) => counts.get(name.toLowerCase()) ?? 0,
+    queried: () => new Map(counts),
     close: async () => {
       await server.close();
     },

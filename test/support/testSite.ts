@@ -1,7 +1,8 @@
 /**
  * A domain's web site on a loopback port for the trust tests (point TRUST_FETCH_ORIGINS at
  * `origin`): path -> file, set and changed while the test runs; a string is a 200 text/plain file;
- * anything else answers 404 "missing <path>". Counts the requests it answered.
+ * anything else answers 404 "missing <path>"; a SiteFile may add headers (a redirect's location).
+ * Counts the requests it answered.
  */
 import http from 'node:http';
 
@@ -9,6 +10,8 @@ export interface SiteFile {
   status: number;
   type: string;
   body: string;
+  /** more response headers (e.g. location of a redirect) */
+  headers?: Record<string, string>;
 }
 
 export interface TestSite {
@@ -32,7 +35,7 @@ export async function startTestSite(): Promise<TestSite> {
   const server = http.createServer((req, res) => {
     requests++;
     const f = fileFor((req.url ?? '/').split('?')[0]!);
-    res.writeHead(f.status, { 'content-type': f.type }).end(f.body);
+    res.writeHead(f.status, { ...f.headers, 'content-type': f.type }).end(f.body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as { port: number };

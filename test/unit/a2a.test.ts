@@ -1,7 +1,7 @@
 // The A2A envelope and the checks on pre-signed topic-message bytes (pure: no network).
 import { describe, expect, it } from 'vitest';
 import { AccountId, PrivateKey, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
-import { decodeEnvelope, encodeEnvelope, envelopeMismatches, envelopeOf, isBodyTooLarge, A2A_MAX_BODY_BYTES } from '../../domain/a2a.js';
+import { decodeEnvelope, encodeEnvelope, envelopeMismatches, envelopeOf, isBodyTooLarge, A2A_MAX_BODY_BYTES } from '@agent-passport/core/a2a';
 import {
   addChunkSignatures,
   allChunksSignedBy,

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { AesGcmPayloadCodec, ENCODING } from '../../temporal/codec.js';
+import { AesGcmPayloadCodec, ENCODING, REFUSED_ENCODING } from '../../temporal/codec.js';
+import { dataConverter } from '../../temporal/connection.js';
 
 describe('AES-GCM payload codec', () => {
   const codec = new AesGcmPayloadCodec(randomBytes(32).toString('hex'));
@@ -20,7 +21,33 @@ describe('AES-GCM payload codec', () => {
     await expect(codec.decode([encoded])).rejects.toThrow();
   });
 
-  it('passes through payloads that are not encrypted', async () => {
-    expect(await codec.decode([payload])).toEqual([payload]);
+  it('refuses payloads that are not encrypted: converting what decode gives throws a message naming it', async () => {
+    const [decoded] = await codec.decode([payload]);
+    expect(() => defaultPayloadConverter.fromPayload(decoded)).toThrow(/Unknown encoding: refused: unencrypted payload/);
+    expect(new TextDecoder().decode(decoded.metadata!.encoding!)).toBe(REFUSED_ENCODING);
+    expect(decoded.data).toHaveLength(0); // nothing of the injected bytes goes on
+  });
+
+  it('passes them through when built to accept plaintext (development; the UI codec endpoint)', async () => {
+    const lenient = new AesGcmPayloadCodec(randomBytes(32).toString('hex'), { acceptPlaintext: true });
+    expect(await lenient.decode([payload])).toEqual([payload]);
+  });
+
+  describe('the shared data converter', () => {
+    const key = randomBytes(32).toString('hex');
+    const decodeWith = async (NODE_ENV: 'development' | 'test' | 'production') => {
+      const [c] = dataConverter({ PAYLOAD_CODEC_KEY: key, NODE_ENV })!.payloadCodecs;
+      return (await c.decode([payload]))[0];
+    };
+
+    it('refuses unencrypted payloads outside development, accepts them in development', async () => {
+      expect(await decodeWith('development')).toEqual(payload);
+      for (const env of ['test', 'production'] as const) expect(new TextDecoder().decode((await decodeWith(env)).metadata!.encoding!)).toBe(REFUSED_ENCODING);
+    });
+
+    it('cannot be built without a key in production (no codec there would accept anything)', () => {
+      expect(() => dataConverter({ NODE_ENV: 'production' })).toThrow(/PAYLOAD_CODEC_KEY is required/);
+      expect(dataConverter({ NODE_ENV: 'test' })).toBeUndefined();
+    });
   });
 });

@@ -27,9 +27,26 @@ describe('config', () => {
     expect(loadConfig({ DATABASE_URL: '' }).DATABASE_URL).toBeUndefined();
   });
 
+  describe('TRUST_PROXY', () => {
+    it('takes false, or proxy addresses and CIDR ranges', () => {
+      expect(loadConfig({}).TRUST_PROXY).toBe(false);
+      expect(loadConfig({ TRUST_PROXY: 'false' }).TRUST_PROXY).toBe(false);
+      expect(loadConfig({ TRUST_PROXY: '0' }).TRUST_PROXY).toBe(false);
+      expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,fd00::/8' }).TRUST_PROXY).toEqual(['10.0.0.0/8', '192.168.1.7', 'fd00::/8']);
+      expect(loadConfig({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
+    });
+
+    it('refuses a hop count (it cannot tell a proxy from a direct client) and what is not an address', () => {
+      expect(() => loadConfig({ TRUST_PROXY: '1' })).toThrow(/TRUST_PROXY: a hop count cannot tell a proxy from a client/);
+      expect(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' })).toThrow(/TRUST_PROXY: .*not an address: 10.0.0.0\/33/);
+      expect(() => loadConfig({ TRUST_PROXY: 'proxy.internal' })).toThrow(/TRUST_PROXY/);
+    });
+  });
+
   describe('production', () => {
     const full = {
       NODE_ENV: 'production',
+      PUBLIC_BASE_URL: 'https://passport.example',
       ADMIN_TOKEN_SHA256: 'a'.repeat(64),
       PAYLOAD_CODEC_KEY: 'b'.repeat(64),
       DATABASE_URL: 'postgres://u:p@db:5432/agent_passport',
@@ -43,6 +60,7 @@ describe('config', () => {
       TRUST_SIGNING_KEY_ID: 'trust-1',
       OAUTH_SIGNING_KEY: '302e020100300506032b657004220420c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7',
       OAUTH_SIGNING_KEY_ID: 'oauth-1',
+      ESCROW_PRIVATE_KEY: '302e020100300506032b657004220420a1c5e9d0f4b6c3a2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8',
     };
 
     const problemsOf = (env: Record<string, string>, role: 'api' | 'worker' = 'api') => {
@@ -57,7 +75,7 @@ describe('config', () => {
 
     it('the API refuses to start without each required variable, one line per missing variable', () => {
       const problems = problemsOf({ NODE_ENV: 'production' });
-      for (const name of ['ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TEMPORAL_ADDRESS']) {
+      for (const name of ['PUBLIC_BASE_URL', 'ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TEMPORAL_ADDRESS']) {
         expect(problems.filter((p) => p.startsWith(`${name}:`))).toHaveLength(1);
       }
       expect(problems).toHaveLength(PRODUCTION_REQUIRED.api.length);
@@ -72,11 +90,26 @@ describe('config', () => {
       expect(both.join('\n')).toMatch(/ADMIN_TOKEN_SHA256/);
     });
 
+    it('refuses TRUST_PROXY=true (any X-Forwarded-For believed), for the API and the worker alike; proxy addresses start', () => {
+      for (const role of ['api', 'worker'] as const) {
+        expect(problemsOf({ ...full, TRUST_PROXY: 'true' }, role)).toEqual([expect.stringMatching(/^TRUST_PROXY: true trusts any X-Forwarded-For/)]);
+      }
+      expect(problemsOf({ ...full, TRUST_PROXY: 'yes' })).toHaveLength(1);
+      expect(loadConfig({ ...full, TRUST_PROXY: '10.0.0.0/8' }, { role: 'api' }).TRUST_PROXY).toEqual(['10.0.0.0/8']);
+      expect(() => loadConfig({ NODE_ENV: 'production', TRUST_PROXY: 'true' })).toThrow(/TRUST_PROXY/);
+    });
+
     it('starts with everything set; the worker does not need the admin token or the facilitator', () => {
       expect(loadConfig(full, { role: 'api' }).NODE_ENV).toBe('production');
       const { ADMIN_TOKEN_SHA256: _a, FACILITATOR_URL: _f, ...worker } = full;
       expect(problemsOf(worker, 'worker')).toEqual([]);
       expect(problemsOf(worker, 'api')).toHaveLength(2);
+    });
+
+    it('the worker refuses to start without the escrow key (it signs escrow payouts and refunds); the API does not need it', () => {
+      const { ESCROW_PRIVATE_KEY: _e, ...rest } = full;
+      expect(problemsOf(rest, 'worker')).toEqual(['ESCROW_PRIVATE_KEY: missing (required when NODE_ENV=production)']);
+      expect(problemsOf(rest, 'api')).toEqual([]);
     });
 
     it('development and scripts without a role need none of them', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hederaDid, parseHederaDid, parsePkhDid } from '../../domain/did.js';
+import { hederaDid, parseHederaDid, parsePkhDid } from '@agent-passport/core/did';
 import { decodePassportMetadata, encodePassportMetadata } from '../../domain/passportMetadata.js';
 import { buildDidDocument } from '../../domain/didDocument.js';
 import { base58btc } from '../../domain/base58.js';

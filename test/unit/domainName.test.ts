@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ownershipDnsName, ownershipDnsRecord, ownershipTxtValue, ownershipWellKnownUrl, parseDomainName } from '../../domain/domainName.js';
+import { ownershipDnsName, ownershipDnsRecord, ownershipTokenDigest, ownershipTxtValue, ownershipWellKnownUrl, parseDomainName } from '../../domain/domainName.js';
 
 describe('parseDomainName (the {domain} of every trust route)', () => {
   it.each([
@@ -32,5 +32,13 @@ describe('parseDomainName (the {domain} of every trust route)', () => {
     expect(ownershipTxtValue('tok')).toBe('agent-passport-verification=tok');
     expect(ownershipDnsRecord('example.com', 'tok')).toBe('_agent-passport.example.com. TXT "agent-passport-verification=tok"');
     expect(ownershipWellKnownUrl('example.com')).toBe('https://example.com/.well-known/agent-passport-challenge.txt');
+  });
+
+  it('a challenge issued without a DID publishes base64url(sha256(token)), not the token', () => {
+    // sha256("abc"), the FIPS 180-2 test vector, in unpadded base64url
+    expect(ownershipTokenDigest('abc')).toBe('ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0');
+    const token = 'x'.repeat(43);
+    expect(ownershipTokenDigest(token)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(ownershipTokenDigest(token)).not.toContain(token);
   });
 });

@@ -13,7 +13,7 @@ import {
   TransferCheckError,
   type ExpectedPayment,
 } from '../../ledger/transferCheck.js';
-import { signBytes } from '../../ledger/keys.js';
+import { signBytes } from '@agent-passport/core/keys';
 
 const NODE = '0.0.3';
 const poster = PrivateKey.generateED25519();

@@ -65,7 +65,7 @@ describe('one sha256 helper', () => {
   it('no other source file defines a sha256 helper or its own private-key check', () => {
     const root = new URL('../../', import.meta.url);
     const offenders: string[] = [];
-    for (const dir of ['api/', 'domain/', 'ledger/', 'activities/', 'workflows/', 'db/', 'net/']) {
+    for (const dir of ['api/', 'domain/', 'ledger/', 'activities/', 'workflows/', 'db/', 'net/', 'packages/core/src/']) {
       for (const name of readdirSync(new URL(dir, root), { recursive: true }) as string[]) {
         if (!name.endsWith('.ts')) continue;
         const file = `${dir}${name}`;

@@ -3,7 +3,7 @@
 // SDK's very bytes.
 import { describe, expect, it } from 'vitest';
 import { AccountId, PrivateKey, Timestamp, TransactionId, TransferTransaction } from '@hashgraph/sdk';
-import { keyTypeOf, signBytes, signTransaction, verifyEd25519, verifySignature } from '../../ledger/keys.js';
+import { keyTypeOf, signBytes, signTransaction, verifyEd25519, verifySignature } from '@agent-passport/core/keys';
 
 describe('verifyEd25519', () => {
   it('agrees with the SDK on signatures made by the SDK', () => {

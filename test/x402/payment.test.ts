@@ -16,9 +16,9 @@ import { startLocalnet, type Localnet } from '../../localnet/index.js';
 import { createSql, type Sql } from '../../db/client.js';
 import errorHandler from '../../api/plugins/errorHandler.js';
 import { requirePayment, x402Plugin } from '../../api/plugins/x402.js';
-import { createPayingFetch } from '../../ledger/x402/clientScheme.js';
+import { createPayingFetch } from '@agent-passport/core/x402/clientScheme';
 import { MirrorClient } from '../../ledger/mirror.js';
-import { parsePrivateKey } from '../../ledger/keys.js';
+import { parsePrivateKey } from '@agent-passport/core/keys';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
 
 let ln: Localnet;

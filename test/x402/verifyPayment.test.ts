@@ -14,7 +14,7 @@ import {
   TransferTransaction,
 } from '@hashgraph/sdk';
 import type { PaymentPayload, PaymentRequirements } from '@x402/core/types';
-import { ExactHederaClientScheme } from '../../ledger/x402/clientScheme.js';
+import { ExactHederaClientScheme } from '@agent-passport/core/x402/clientScheme';
 import { verifyDecodedTransaction, verifyHederaPayment, type VerifyPolicy } from '../../ledger/x402/verifyPayment.js';
 
 const FEE_PAYER = '0.0.1001';

@@ -1,9 +1,10 @@
 /**
- * The marketplace route group (SPEC 4.4a): one plugin per file of this folder, all sharing
- * ./shared.ts (the task book, runTaskUpdate, passport and key checks, the task response).
- *   tasks.ts    posting, reads, claim, deliver, cancel, increase-reward, complete (with escrow), escrow-status
- *   payment.ts, verify.ts, sign.ts (part 2): prepare-payment, complete without escrow (marketState(ctx).directPayment),
- *               verify, /market/sign; registered below when they exist
+ * The marketplace route group (SPEC 4.4a): one plugin per file of this folder, HTTP only; the
+ * marketplace itself (state, orchestration, views) is api/market/, reached as `app.market`.
+ *   tasks.ts    posting, reads, claim, deliver, cancel, increase-reward, complete, escrow-status
+ *   payment.ts  prepare-payment (the transfer of a task without escrow)
+ *   verify.ts   verify
+ *   sign.ts     /market/sign
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';

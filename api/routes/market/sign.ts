@@ -3,7 +3,7 @@
  * from the request body and answers the detached signature and public key, for clients without a
  * Hedera SDK: prepare-payment -> /market/sign -> complete { txBytes, signature, publicKey }.
  *
- * Local: no ledger call, nothing stored, nothing submitted. The key is parsed by ledger/keys.ts,
+ * Local: no ledger call, nothing stored, nothing submitted. The key is parsed by @agent-passport/core/keys,
  * used once in memory and dropped; it is never logged (the body field is redacted by name), never
  * returned and never quoted in an error. DID signature headers are required (SPEC 5 lists this
  * route under DID signature; 401 without them); the key need not be the signed-in account's.
@@ -13,7 +13,7 @@ import type { AppContext } from '../../context.js';
 import { ApiError } from '../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import { marketSignBodySchema, marketSignResultSchema } from '../../schemas/marketPayments.js';
-import { keyTypeOf, parsePrivateKey, publicKeyToDerHex, signBytes } from '../../../ledger/keys.js';
+import { keyTypeOf, parsePrivateKey, publicKeyToDerHex, signBytes } from '@agent-passport/core/keys';
 import { decodeTransactionBase64, singleBodyBytes, TransferCheckError } from '../../../ledger/transferCheck.js';
 
 export const SIGN_REQUEST_LIMIT_BYTES = 64 * 1024;

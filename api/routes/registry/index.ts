@@ -4,30 +4,23 @@
  *   GET    /api/v1/agents/me         Bearer apk_... (or an access token of POST /oauth/token) -> the record
  *   DELETE /api/v1/agents/me         the same -> revoked (instant, final), the record
  *
- * Registration: 32 random bytes make the key (apk_ + 43 base64url characters); only its sha256 is
- * stored. Caps, counted in the registration's own transaction (db/queries/registryKeys.ts): 5 per
- * address per rolling 24 h (429 register_rate_limited, Retry-After until a place frees), and with an
- * owner the day's sponsored budget (429 sponsored_quota_exceeded, Retry-After until UTC midnight).
- * A sponsored registration starts the sponsoredRegistration workflow, which writes its
- * registry.sponsored record to the directory topic, paid by the operator; if the workflow cannot
- * be started the registration is withdrawn (its places given back) and the answer is 503.
- * The key never reaches a log line, a workflow input or any later answer.
+ * Registration (the key, the caps, the sponsored workflow) is api/registry/registration.ts; the
+ * keys and access tokens a Bearer credential names are api/registry/clients.ts.
+ * The owner is recorded only when the request carries DID signature headers of that DID (the
+ * signed-request guard, api/plugins/signedRequest.ts; issue 20 item 8): without any signature
+ * header the registration is made without owner (the plain registration: nothing for the operator
+ * to pay); with them, a signature that fails or names another DID is refused as on every signed route.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { normalizeIP } from '@fastify/rate-limit';
-import { v7 as uuidv7 } from 'uuid';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import { registryRecordSchema, registryRegisteredSchema, registryRegisterBodySchema } from '../../schemas/registry.js';
-import { passportState, scopedWorkflowId, type PassportState } from '../../passportState.js';
-import { startOrAttach } from '../../workflowCalls.js';
-import { insertRegistration, registryRecordOf, revokeRegistryKey, withdrawRegistration } from '../../../db/queries/registryKeys.js';
-import { parseHederaDid } from '../../../domain/did.js';
-import { apiKeyOf, keyPrefixOf, nextUtcMidnight, retryAfterSeconds } from '../../../domain/registry.js';
-import { sponsoredRegistrationWorkflowId, type SponsoredRegistrationInput } from '../../../workflows/sponsoredRegistration.js';
-import { keyDigest, type RegistryClients } from './clients.js';
+import type { RegistryClients } from '../../registry/clients.js';
+import { registryRegistrations } from '../../registry/registration.js';
+import { registryRecordOf, revokeRegistryKey } from '../../../db/queries/registryKeys.js';
+import { parseHederaDid } from '@agent-passport/core/did';
+import { CHALLENGE_HEADER, DID_HEADER, SIGNATURE_HEADER } from '../../plugins/signedRequest.js';
 
 export const REGISTER_ROUTE = '/api/v1/agents/register';
 export const ME_ROUTE = '/api/v1/agents/me';
@@ -36,6 +29,10 @@ const registryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; clients: Registry
   const sql = ctx.sql!;
   const now = () => ctx.now?.() ?? new Date();
   const network = ctx.ledger?.deployment.network ?? ctx.config.HEDERA_NETWORK;
+  /** The guard proving `owner` (present with PostgreSQL and a ledger, as the other signed routes). */
+  const ownerSignature = app.hasDecorator('signedRequest') ? app.signedRequest((request) => (request.body as { owner?: string }).owner) : undefined;
+  const signatureHeaders = [DID_HEADER, CHALLENGE_HEADER, SIGNATURE_HEADER];
+  const registrations = registryRegistrations(ctx, app.workflowSettings, clients);
 
   app.post(
     REGISTER_ROUTE,
@@ -46,68 +43,33 @@ const registryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; clients: Registry
         description:
           'Returns the registration record and api_key (apk_ + 43 base64url characters), shown only in this answer; only its sha256 is kept. ' +
           'At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). ' +
-          "With owner (a DID on this service's network) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, " +
-          'within a daily budget that resets at UTC midnight (429 sponsored_quota_exceeded). Also the OAuth registration_endpoint: the record id is the client_id, the key the client_secret.',
+          "With owner (a DID on this service's network) signed by that DID (X-Service-DID, X-Service-Challenge, X-Service-Signature of GET /auth/challenge) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, " +
+          'within a daily budget that resets at UTC midnight (429 sponsored_quota_exceeded). An owner without signature headers is not recorded: the answer is the plain registration (owner null, sponsored false). ' +
+          'Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). Also the OAuth registration_endpoint: the record id is the client_id, the key the client_secret.',
         body: registryRegisterBodySchema,
-        response: { 200: registryRegisteredSchema, ...errorResponses(400, 429, 503) },
+        response: { 200: registryRegisteredSchema, ...errorResponses(400, 401, 403, 429, 503) },
       },
     },
     async (request, reply) => {
-      const { name, owner } = request.body;
-      if (owner !== undefined) {
-        const did = parseHederaDid(owner)!;
+      const { name } = request.body;
+      let owner: string | undefined;
+      if (request.body.owner !== undefined) {
+        const did = parseHederaDid(request.body.owner)!;
         if (did.network !== network) {
           throw new ApiError('invalid_request', `owner must be a DID on this service's network (${network})`, { hint: `Use did:hedera:${network}:<accountId>` });
         }
-        if (!ctx.temporal) {
-          throw new ApiError('service_unavailable', 'Sponsored registrations are not available on this instance', { hint: 'Register without owner, or retry after 30 seconds' });
+        // an owner is recorded (and sponsored) only when the request is signed by that DID
+        if (signatureHeaders.some((h) => request.headers[h] !== undefined)) {
+          if (!ownerSignature) {
+            throw new ApiError('service_unavailable', 'Signed registrations are not available on this instance', { hint: 'Register without owner, or retry after 30 seconds' });
+          }
+          await ownerSignature(request);
+          owner = request.auth?.did;
         }
       }
-      const at = now();
-      const key = apiKeyOf(randomBytes(32));
-      const id = uuidv7();
-      const outcome = await insertRegistration(sql, {
-        id,
-        name,
-        owner: owner ?? null,
-        keySha256: keyDigest(key),
-        keyPrefix: keyPrefixOf(key),
-        ipSha256: createHash('sha256').update(normalizeIP(request.ip)).digest(),
-        now: at,
-        ipCap: ctx.config.REGISTER_DAILY_CAP_PER_IP,
-        sponsoredBudget: ctx.config.SPONSORED_DAILY_BUDGET,
-      });
-      if (!outcome.ok) {
-        if (outcome.refused === 'ip_cap') {
-          const seconds = retryAfterSeconds(at, outcome.retryAt);
-          throw new ApiError('register_rate_limited', `At most ${ctx.config.REGISTER_DAILY_CAP_PER_IP} registrations per address per 24 h`, {
-            hint: `Retry after ${outcome.retryAt.toISOString()} (Retry-After: ${seconds} s)`,
-            headers: { 'retry-after': String(seconds) },
-          });
-        }
-        const reset = nextUtcMidnight(at);
-        const seconds = retryAfterSeconds(at, reset);
-        throw new ApiError('sponsored_quota_exceeded', `Today's sponsored registrations (${ctx.config.SPONSORED_DAILY_BUDGET}) are used up`, {
-          hint: `Retry after ${reset.toISOString()} (UTC midnight) or register without owner`,
-          headers: { 'retry-after': String(seconds) },
-        });
-      }
-      const row = outcome.row;
-      if (row.owner !== null) {
-        const state: PassportState = ctx.ledger ? passportState(ctx) : { workflowWaitMs: 0 };
-        const input: SponsoredRegistrationInput = { id, name: row.name, owner: row.owner, createdAt: at.getTime(), ...(state.timings ? { timings: state.timings } : {}) };
-        try {
-          await startOrAttach(ctx, 'sponsoredRegistration', scopedWorkflowId(state, sponsoredRegistrationWorkflowId(id)), input, {
-            staticSummary: `Sponsored registry record for "${row.name}" (${row.owner})`,
-          });
-        } catch (err) {
-          await withdrawRegistration(sql, id);
-          throw err;
-        }
-      }
-      await clients.changed(id);
+      const registered = await registrations.register({ name, ...(owner !== undefined ? { owner } : {}), ip: request.ip });
       reply.header('cache-control', 'no-store');
-      return { ...registryRecordOf(row), api_key: key };
+      return registered;
     },
   );
 

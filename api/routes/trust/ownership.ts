@@ -1,44 +1,25 @@
 /**
- * Domain ownership challenges (SPEC 2 "Domain ownership challenge", 4.5; DESIGN.md sections 5, 6, 10):
+ * Domain ownership challenges (SPEC 2 "Domain ownership challenge", 4.5; DESIGN.md sections 6, 10
+ * and 11). HTTP only; the state and the checks are api/trust/ownership.ts.
  *
- *   GET  /api/trust/{domain}/challenge         -> { token, dns_record, well_known_url, expires_at }
- *   POST /api/trust/{domain}/verify-ownership  { token } -> 200 the proof, 403 not proven yet
- *
- * A challenge is a row of domain_challenges (so every API instance agrees) and a domainOwnership
- * workflow (id domain-challenge:{domain}:{token}) that checks the DNS TXT record and the well-known
- * file at an interval until one holds the token or the 24 h are over. GET hands out the domain's
- * pending challenge again while it has more than a minute left, so repeated GETs do not multiply
- * workflows; otherwise a new one. verify-ownership asks the workflow for a check now (Workflow
- * Update checkNow, which answers the check's outcome) and answers it: 200 when proven, 403
- * trust_ownership_not_proven (with what DNS and the file showed) when not, 404 for a token the
- * domain never had, 400 trust_challenge_expired once the challenge is over. A verified challenge
- * stays verified; the snapshots read it (db/queries/domainOwnership.ts findDomainOwnership).
+ *   GET  /api/trust/{domain}/challenge[?did=...]  -> { token, dns_record, well_known_url, expires_at,
+ *        well_known_content, did? } anonymous; writes one row (per-IP daily quota, 429), starts nothing,
+ *        looks nothing up. With ?did= the record carries the token and only that DID can verify; without,
+ *        it carries the token's digest and the first DID to present the token claims it.
+ *   POST /api/trust/{domain}/verify-ownership   { did, token }, signed by did
+ *        -> 200 the proof (named by its DID, with its expiry), 403 not proven yet (what DNS and the
+ *        file showed), 404 no such challenge for this DID or the domain has no public address, 400
+ *        challenge or proof expired, 429 quota
  */
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { AppContext } from '../../context.js';
-import { ApiError, echo } from '../../errors.js';
-import { errorResponses, linkMapSchema } from '../../schemas/common.js';
+import { didString, errorResponses, linkMapSchema } from '../../schemas/common.js';
 import { domainOwnershipSchema, trustDomainParams } from '../../schemas/trust.js';
-import { startOrAttach, temporalClient } from '../../workflowCalls.js';
-import { WORKFLOW_WAIT_MS } from '../../passportState.js';
-import { ownershipDnsRecord, ownershipWellKnownUrl, parseDomainName } from '../../../domain/domainName.js';
-import {
-  findDomainChallenge,
-  findOpenChallenge,
-  insertDomainChallenge,
-  ownershipOf,
-  type DomainChallengeRow,
-} from '../../../db/queries/domainOwnership.js';
-import { domainOwnershipWorkflowId, type DomainOwnershipInput } from '../../../workflows/domainOwnership.js';
-import type { OwnershipCheckResult } from '../../../activities/web/domainOwnership.js';
-
-/** Tokens: 32 random bytes, base64url (43 characters). */
-const TOKEN = /^[A-Za-z0-9_-]{43}$/;
-/** A pending challenge is handed out again only while it has at least this long left. */
-const REUSE_MIN_LEFT_MS = 60_000;
+import { ownershipDnsRecord, ownershipTxtValue, ownershipWellKnownUrl } from '../../../domain/domainName.js';
+import { ownershipOf, publishedValue, type DomainChallengeRow } from '../../../db/queries/domainOwnership.js';
+import { DomainOwnership } from '../../trust/ownership.js';
+import { domainOf } from '../../trust/domainOf.js';
 
 const challengeSchema = z
   .object({
@@ -46,11 +27,22 @@ const challengeSchema = z
     dns_record: z.string(),
     well_known_url: z.string(),
     expires_at: z.string(),
+    well_known_content: z.string().describe('the line to serve at well_known_url (the same value as the TXT record of dns_record)'),
+    did: z
+      .string()
+      .optional()
+      .describe('the DID the challenge was issued for (?did=): only a request signed by it can verify it; absent on a challenge issued without a DID, which the first DID to present its token claims'),
     _links: linkMapSchema.optional(),
   })
   .meta({ id: 'DomainOwnershipChallenge' });
 
-const verifyBodySchema = z.strictObject({ token: z.string().min(1).max(64) });
+const challengeQuerySchema = z.object({
+  did: didString
+    .optional()
+    .describe('optional: the DID that will verify the challenge (POST .../verify-ownership signed by it); the record then carries the token itself. Without it the record carries base64url(sha256(token)) and the token must be kept private'),
+});
+
+const verifyBodySchema = z.strictObject({ did: didString, token: z.string().min(1).max(64) });
 
 const verifyResultSchema = z
   .object({
@@ -61,20 +53,16 @@ const verifyResultSchema = z
   })
   .meta({ id: 'DomainOwnershipVerification' });
 
-/** The validated, normalised domain of a trust route, or 400 trust_domain_invalid (as GET /api/trust/{domain}). */
-export function domainOf(raw: string): string {
-  const parsed = parseDomainName(raw);
-  if (!parsed.ok) throw new ApiError('trust_domain_invalid', `${echo(raw)} is not a domain name: ${parsed.reason}`, { hint: 'Give a bare domain such as example.com (no scheme, port, path or IP address)' });
-  return parsed.domain;
-}
-
 function challengeBody(row: DomainChallengeRow) {
   const d = encodeURIComponent(row.domain);
+  const value = publishedValue(row);
   return {
     token: row.token,
-    dns_record: ownershipDnsRecord(row.domain, row.token),
+    dns_record: ownershipDnsRecord(row.domain, value),
     well_known_url: ownershipWellKnownUrl(row.domain),
     expires_at: row.expires_at.toISOString(),
+    well_known_content: ownershipTxtValue(value),
+    ...(row.did ? { did: row.did } : {}),
     _links: {
       verify: { href: `/api/trust/${d}/verify-ownership`, method: 'POST' as const },
       snapshot: { href: `/api/trust/${d}` },
@@ -83,114 +71,56 @@ function challengeBody(row: DomainChallengeRow) {
 }
 
 const ownershipRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const sql = ctx.sql!;
-  const config = ctx.config;
-
-  const startChallengeWorkflow = (row: DomainChallengeRow) => {
-    const input: DomainOwnershipInput = {
-      domain: row.domain,
-      token: row.token,
-      expiresAtMs: row.expires_at.getTime(),
-      pollIntervalMs: config.TRUST_OWNERSHIP_POLL_MS,
-    };
-    return startOrAttach(ctx, 'domainOwnership', domainOwnershipWorkflowId(row.domain, row.token), input, {
-      staticSummary: `ownership challenge of ${row.domain}`,
-    });
-  };
+  const ownership = new DomainOwnership(ctx);
 
   app.get(
     '/api/trust/:domain/challenge',
     {
       schema: {
-        summary: 'An ownership challenge for the domain (DNS TXT record or well-known file), valid 24 h',
+        summary: 'An ownership challenge of the domain (DNS TXT record or well-known file), valid 24 h',
+        description:
+          'Anonymous; starts no work and looks nothing up: any syntactically valid name gets a challenge; the domain\'s resolution and public-address rules apply at verify-ownership. ' +
+          'Each new challenge counts against TRUST_CHALLENGES_DAILY_PER_IP (429 trust_quota_exceeded). Two forms: ' +
+          '(1) with ?did=, bound to that DID: dns_record and well_known_content carry the token itself, and only POST .../verify-ownership signed by that DID can prove it (a token read from the record proves nothing for another DID); the DID\'s open challenge is handed out again, free, while it has more than a minute left. ' +
+          '(2) without ?did=, unbound: dns_record and well_known_content carry agent-passport-verification=<base64url(sha256(token))>, not the token; keep the token private. ' +
+          'The first DID that presents the token to POST .../verify-ownership (signed by it) claims the challenge and the proof names it; someone who only reads the record or the file cannot. ' +
+          'Publish dns_record as a TXT record, or serve well_known_content as the first line of well_known_url, then verify.',
         tags: ['trust'],
         params: trustDomainParams,
+        querystring: challengeQuerySchema,
         response: { 200: challengeSchema, ...errorResponses(400, 429, 503) },
       },
     },
-    async (request) => {
-      const domain = domainOf(request.params.domain);
-      let row = await findOpenChallenge(sql, domain);
-      if (row && row.expires_at.getTime() - Date.now() < REUSE_MIN_LEFT_MS) row = null;
-      if (!row) {
-        const token = randomBytes(32).toString('base64url');
-        row = await insertDomainChallenge(sql, { token, domain, expiresAt: new Date(Date.now() + config.TRUST_CHALLENGE_TTL_MS) });
-      }
-      // started (or attached to) on every GET, so a challenge whose start failed once gets its workflow
-      await startChallengeWorkflow(row);
-      return challengeBody(row);
-    },
+    async (request) => challengeBody(await ownership.issue(domainOf(request.params.domain), request.query.did, request.ip)),
   );
-
-  const verified = (row: DomainChallengeRow) => ({
-    domain: row.domain,
-    verified: true,
-    domain_ownership: ownershipOf(row),
-    _links: { snapshot: { href: `/api/trust/${encodeURIComponent(row.domain)}` } },
-  });
-
-  const expired = (domain: string) =>
-    new ApiError('trust_challenge_expired', `The challenge expired before ${domain} was proven`, { hint: `Get a new challenge from GET /api/trust/${domain}/challenge` });
-
-  /** Asks the challenge's workflow for a check now; null when the workflow has ended (read the row). */
-  const checkNow = async (row: DomainChallengeRow): Promise<OwnershipCheckResult | null> => {
-    const client = await temporalClient(ctx);
-    const workflowId = domainOwnershipWorkflowId(row.domain, row.token);
-    const ask = async () => client.workflow.getHandle(workflowId).executeUpdate<OwnershipCheckResult, []>('checkNow');
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new ApiError('service_unavailable', 'The ownership check did not finish in time', { hint: 'Send the same request again in a few seconds' })),
-        WORKFLOW_WAIT_MS,
-      );
-    });
-    try {
-      try {
-        return await Promise.race([ask(), timeout]);
-      } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) return null; // refused by the validator: the challenge has ended
-        if (!(err instanceof WorkflowNotFoundError) && !/completed|not found/i.test(String((err as Error)?.message))) throw err;
-        // no workflow running: it ended (read the row) or never started (start it, then ask)
-        const fresh = await findDomainChallenge(sql, row.domain, row.token);
-        if (!fresh || fresh.status !== 'pending' || fresh.expires_at.getTime() <= Date.now()) return null;
-        await startChallengeWorkflow(fresh);
-        return await Promise.race([ask(), timeout]);
-      }
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      throw new ApiError('service_unavailable', 'The ownership check could not be run', { hint: 'Retry after 30 seconds' });
-    } finally {
-      clearTimeout(timer);
-    }
-  };
 
   app.post(
     '/api/trust/:domain/verify-ownership',
     {
       schema: {
         summary: 'Check the ownership challenge now: 200 when the DNS record or the well-known file holds the token, 403 when not yet',
+        description:
+          'DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature); body { did, token }: the DID the challenge was issued for, or for a challenge issued without ?did= any DID, the first to present the token claiming it (404 trust_challenge_not_found for every other DID). ' +
+          'Before a check the domain must resolve to public addresses only (404 trust_domain_not_found otherwise, one answer for a name that does not exist and one that is not public). ' +
+          'A proof names that DID and counts for TRUST_OWNERSHIP_TTL_MS (default 30 days); a new challenge proven the same way renews it. ' +
+          'Each check counts against TRUST_VERIFY_DAILY_PER_DID and TRUST_VERIFY_DAILY_PER_IP (429 trust_quota_exceeded); a proof already made answers without a check.',
         tags: ['trust'],
         params: trustDomainParams,
         body: verifyBodySchema,
-        response: { 200: verifyResultSchema, ...errorResponses(400, 403, 404, 429, 503) },
+        response: { 200: verifyResultSchema, ...errorResponses(400, 401, 403, 404, 429, 503) },
       },
+      preHandler: app.signedRequest((req) => (req.body as { did?: string } | undefined)?.did),
     },
     async (request) => {
       const domain = domainOf(request.params.domain);
-      const { token } = request.body;
-      if (!TOKEN.test(token)) throw new ApiError('trust_challenge_not_found', `No challenge ${echo(token)} for ${domain}`, { hint: `Get a challenge from GET /api/trust/${domain}/challenge` });
-      const row = await findDomainChallenge(sql, domain, token);
-      if (!row) throw new ApiError('trust_challenge_not_found', `No challenge ${echo(token)} for ${domain}`, { hint: `Get a challenge from GET /api/trust/${domain}/challenge` });
-      if (row.status === 'verified') return verified(row);
-      if (row.status === 'expired' || row.expires_at.getTime() <= Date.now()) throw expired(domain);
-
-      const result = await checkNow(row);
-      const after = await findDomainChallenge(sql, domain, token);
-      if (after?.status === 'verified') return verified(after);
-      if (!after || after.status === 'expired' || after.expires_at.getTime() <= Date.now()) throw expired(domain);
-      throw new ApiError('trust_ownership_not_proven', `The ownership of ${domain} is not proven yet${result ? `: ${result.detail}` : ''}`, {
-        hint: `Publish ${ownershipDnsRecord(domain, token)} or serve the token at ${ownershipWellKnownUrl(domain)}, then verify again`,
-      });
+      const outcome = await ownership.verify(domain, request.body.token, request.auth!.did, request.ip);
+      if (!outcome.verified) throw ownership.notProven(outcome.row, outcome.detail);
+      return {
+        domain,
+        verified: true,
+        domain_ownership: ownershipOf(outcome.row),
+        _links: { snapshot: { href: `/api/trust/${encodeURIComponent(domain)}` }, attest: { href: `/api/trust/${encodeURIComponent(domain)}/attest`, method: 'POST' as const } },
+      };
     },
   );
 };

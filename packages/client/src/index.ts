@@ -10,9 +10,10 @@ import { randomUUID } from 'node:crypto';
 import createClient, { type Client } from 'openapi-fetch';
 import { AccountId, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
 import type { paths } from './schema.js';
-import { parsePrivateKey, signBytes, signTransaction, type KeyType } from '../../../ledger/keys.js';
-import { createPayingFetch } from '../../../ledger/x402/clientScheme.js';
-import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '../../../domain/a2a.js';
+import { parsePrivateKey, signBytes, signTransaction, type KeyType } from '@agent-passport/core/keys';
+import { createPayingFetch } from '@agent-passport/core/x402/clientScheme';
+import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '@agent-passport/core/a2a';
+import { challengeProblem, originOf } from '@agent-passport/core/signInChallenge';
 
 export type { paths } from './schema.js';
 export type ApiClient = Client<paths>;
@@ -60,12 +61,30 @@ export function createApiClient(baseUrl: string, fetchImpl: typeof globalThis.fe
   return createClient<paths>({ baseUrl, fetch: (req) => fetchImpl(req) });
 }
 
-/** X-Service-* sign-in headers: GET /auth/challenge, sign its exact text with the account key. */
+/** The server's challenge was not signed: not of the documented form, or not for this DID, this service or now. */
+export class UnsafeChallengeError extends Error {
+  constructor(readonly reason: string) {
+    super(`refusing to sign: ${reason}`);
+    this.name = 'UnsafeChallengeError';
+  }
+}
+
+/**
+ * X-Service-* sign-in headers: GET /auth/challenge, sign its exact text with the account key. The
+ * text is signed only when it is a challenge of the documented form (@agent-passport/core/signInChallenge, packages/core/src/signInChallenge.ts) for
+ * this DID, naming the origin of `baseUrl` (the service called), and not expired: anything else
+ * throws UnsafeChallengeError, so a server can never make the key sign other bytes, and a sign-in
+ * for one service cannot be relayed to another.
+ */
 export async function signInHeaders(baseUrl: string, agent: { did: string; privateKey: string; keyType?: KeyType }, fetchImpl = globalThis.fetch): Promise<Record<string, string>> {
+  const origin = originOf(baseUrl);
+  if (!origin) throw new UnsafeChallengeError(`${baseUrl} is not an http(s) URL`);
   const res = await fetchImpl(`${baseUrl}/auth/challenge?did=${encodeURIComponent(agent.did)}`);
   const body = (await res.json()) as Json;
   if (!res.ok) throw new ApiRequestError(res.status, body);
-  const challenge = String(body.challenge);
+  const challenge = typeof body.challenge === 'string' ? body.challenge : '';
+  const problem = challengeProblem(challenge, { did: agent.did, origin, now: Date.now() });
+  if (problem) throw new UnsafeChallengeError(problem);
   const key = parsePrivateKey(agent.privateKey, agent.keyType);
   return {
     'x-service-did': agent.did,

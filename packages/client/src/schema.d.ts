@@ -404,7 +404,7 @@ export interface paths {
         /**
          * Deprecated: send a message paid by the service operator
          * @deprecated
-         * @description Deprecated in favour of POST /a2a/send-with-key and POST /a2a/send-signed (Deprecation and Link headers on every answer). DID signature headers are required and the signed DID must be `from`; the service operator pays and signs the topic message.
+         * @description Deprecated in favour of POST /a2a/send-with-key and POST /a2a/send-signed (Deprecation and Link headers on every answer). DID signature headers are required and the signed DID must be `from`; the service operator pays and signs the topic message, within a budget of A2A_OPERATOR_DAILY_BYTES envelope bytes per sender per UTC day (default 65536), shared by every instance: over it, 429 a2a_operator_budget_exceeded with X-RateLimit-Limit/Remaining (bytes), X-RateLimit-Reset (next UTC midnight) and Retry-After. The sender-paid routes have no such budget.
          */
         post: {
             parameters: {
@@ -428,13 +428,15 @@ export interface paths {
                         "application/json": components["schemas"]["A2aSendResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -475,6 +477,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -564,13 +575,15 @@ export interface paths {
                         "application/json": components["schemas"]["A2aSendResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -688,13 +701,15 @@ export interface paths {
                         "application/json": components["schemas"]["A2aSendResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -908,13 +923,15 @@ export interface paths {
                         "application/json": components["schemas"]["DirectoryRebuildResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -1002,13 +1019,15 @@ export interface paths {
                         "application/json": components["schemas"]["RevokeResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -1288,13 +1307,15 @@ export interface paths {
                         "application/json": components["schemas"]["AgentDirectoryEntry"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -1605,7 +1626,7 @@ export interface paths {
         };
         /**
          * Trust snapshot of a domain: agent-readiness score, evidence Merkle root, ownership, Ed25519 integrity
-         * @description Scans the domain (cached for TRUST_SNAPSHOT_TTL_MS). How to verify the hashes and the signature: /rules#verify.
+         * @description Scans the domain (cached for TRUST_SNAPSHOT_TTL_MS). How to verify the hashes and the signature: /rules#verify. A cached snapshot is free; a new scan counts against TRUST_SCANS_DAILY_PER_IP and, with every subdomain of the same registrable domain, TRUST_SCANS_HOURLY_PER_SITE (429 trust_quota_exceeded). 404 trust_domain_not_found when the domain does not resolve to a public address (one answer for both cases).
          */
         get: {
             parameters: {
@@ -1646,6 +1667,15 @@ export interface paths {
                     };
                 };
                 /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -1675,7 +1705,7 @@ export interface paths {
         put?: never;
         /**
          * Write the domain's current trust snapshot hash on chain (passport contract attestDomain); answers the snapshot with on_chain
-         * @description DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature); body { did } names the signer, who must hold an active passport. Idempotent per snapshot_hash: one chain transaction however often it is asked.
+         * @description DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature); body { did } names the signer, who must hold an active passport (404) and a proven, unexpired ownership of the domain (403 trust_ownership_required; prove it with GET .../challenge?did= and POST .../verify-ownership). Idempotent per snapshot_hash: one chain transaction however often it is asked. A new snapshot hash takes one place of TRUST_ATTEST_DAILY_PER_DID (429 trust_quota_exceeded). Slower than the bounded wait: 202 request_pending whose Location is GET /api/trust/{domain}/attestations/{snapshot_hash}.
          */
         post: {
             parameters: {
@@ -1701,6 +1731,17 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["TrustSnapshot"];
+                    };
+                };
+                /** @description request_pending: accepted and still running; poll the Location */
+                202: {
+                    headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -1774,6 +1815,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/trust/{domain}/attestations/{snapshotHash}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The state of an attestation (the Location of POST /api/trust/{domain}/attest when it answers 202) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    domain: string;
+                    snapshotHash: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TrustAttestationState"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/trust/{domain}/challenge": {
         parameters: {
             query?: never;
@@ -1781,10 +1888,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An ownership challenge for the domain (DNS TXT record or well-known file), valid 24 h */
+        /**
+         * An ownership challenge of the domain (DNS TXT record or well-known file), valid 24 h
+         * @description Anonymous; starts no work and looks nothing up: any syntactically valid name gets a challenge; the domain's resolution and public-address rules apply at verify-ownership. Each new challenge counts against TRUST_CHALLENGES_DAILY_PER_IP (429 trust_quota_exceeded). Two forms: (1) with ?did=, bound to that DID: dns_record and well_known_content carry the token itself, and only POST .../verify-ownership signed by that DID can prove it (a token read from the record proves nothing for another DID); the DID's open challenge is handed out again, free, while it has more than a minute left. (2) without ?did=, unbound: dns_record and well_known_content carry agent-passport-verification=<base64url(sha256(token))>, not the token; keep the token private. The first DID that presents the token to POST .../verify-ownership (signed by it) claims the challenge and the proof names it; someone who only reads the record or the file cannot. Publish dns_record as a TXT record, or serve well_known_content as the first line of well_known_url, then verify.
+         */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description optional: the DID that will verify the challenge (POST .../verify-ownership signed by it); the record then carries the token itself. Without it the record carries base64url(sha256(token)) and the token must be kept private */
+                    did?: string;
+                };
                 header?: never;
                 path: {
                     domain: string;
@@ -1848,7 +1961,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check the ownership challenge now: 200 when the DNS record or the well-known file holds the token, 403 when not yet */
+        /**
+         * Check the ownership challenge now: 200 when the DNS record or the well-known file holds the token, 403 when not yet
+         * @description DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature); body { did, token }: the DID the challenge was issued for, or for a challenge issued without ?did= any DID, the first to present the token claiming it (404 trust_challenge_not_found for every other DID). Before a check the domain must resolve to public addresses only (404 trust_domain_not_found otherwise, one answer for a name that does not exist and one that is not public). A proof names that DID and counts for TRUST_OWNERSHIP_TTL_MS (default 30 days); a new challenge proven the same way renews it. Each check counts against TRUST_VERIFY_DAILY_PER_DID and TRUST_VERIFY_DAILY_PER_IP (429 trust_quota_exceeded); a proof already made answers without a check.
+         */
         post: {
             parameters: {
                 query?: never;
@@ -1861,6 +1977,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        did: string;
                         token: string;
                     };
                 };
@@ -1877,6 +1994,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2019,7 +2145,7 @@ export interface paths {
         put?: never;
         /**
          * Register for a registry api key (the keyed free tier); the key is shown once
-         * @description Returns the registration record and api_key (apk_ + 43 base64url characters), shown only in this answer; only its sha256 is kept. At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). With owner (a DID on this service's network) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, within a daily budget that resets at UTC midnight (429 sponsored_quota_exceeded). Also the OAuth registration_endpoint: the record id is the client_id, the key the client_secret.
+         * @description Returns the registration record and api_key (apk_ + 43 base64url characters), shown only in this answer; only its sha256 is kept. At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). With owner (a DID on this service's network) signed by that DID (X-Service-DID, X-Service-Challenge, X-Service-Signature of GET /auth/challenge) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, within a daily budget that resets at UTC midnight (429 sponsored_quota_exceeded). An owner without signature headers is not recorded: the answer is the plain registration (owner null, sponsored false). Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). Also the OAuth registration_endpoint: the record id is the client_id, the key the client_secret.
          */
         post: {
             parameters: {
@@ -2045,6 +2171,24 @@ export interface paths {
                 };
                 /** @description Default Response */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2154,7 +2298,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Challenge to sign for DID signature authentication (valid 300 s, single use) */
+        /**
+         * Challenge to sign for DID signature authentication (valid 300 s, single use)
+         * @description Answers { challenge, expiresAt }. The challenge is one line of printable ASCII (0x20-0x7E), at most 512 characters, of exactly this form:
+         *
+         *         For <origin> only; purpose agent-passport sign-in; did <did>; nonce <32 lowercase hex>; expires <ISO 8601 UTC time with milliseconds>
+         *
+         *     for example `For https://passport.example only; purpose agent-passport sign-in; did did:hedera:testnet:0.0.1234; nonce 9f86d081884c7d659a2feaa0c55ad015; expires 2030-01-01T00:05:00.000Z`.
+         *     <origin> is this service's public origin (scheme://host[:port] of PUBLIC_BASE_URL, as URL.origin writes it); <did> is the did asked for; the challenge is valid 300 s and serves one request. Sign its exact bytes with the account key (ED25519, or ECDSA secp256k1 over keccak256) and send X-Service-DID, X-Service-Challenge (the text as is) and X-Service-Signature (hex). A signature over a challenge for another origin is refused (401 auth_challenge_origin_mismatch).
+         *     Clients must refuse to sign any text that is not of this form, names another DID, names an origin other than the one they called, or has expired: a text of another form may be something else entirely (a transaction body), and a challenge for another origin is a relay of your sign-in to that service.
+         */
         get: {
             parameters: {
                 query: {
@@ -2635,7 +2788,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: PostgreSQL and Temporal reachable */
+        /** Readiness: PostgreSQL and Temporal reachable (a status at most 1 s old, refreshed by one check at a time) */
         get: {
             parameters: {
                 query?: never;
@@ -2850,7 +3003,7 @@ export interface paths {
         put?: never;
         /**
          * Post a task (DID signature headers; the signed DID must be posterDid)
-         * @description Creates the task and, unless escrow is false, a scheduled transfer of the price from the poster to the escrow account (escrowStatus scheduled). The poster signs the schedule at completion (posterPrivateKey), or at once with POST /market/tasks/signed (funded).
+         * @description Creates the task and, unless escrow is false, a scheduled transfer of the price from the poster to the escrow account (escrowStatus scheduled). The poster signs the schedule at completion (posterPrivateKey), or at once with POST /market/tasks/signed (funded). Gold and platinum passports only (403 market_tier_required). An escrow still unfunded after MARKET_FUNDING_WINDOW_S is cancelled; a claim lapses after the claim window (claimWindowHours); a delivered escrow task is paid to the claimer after the review window (reviewWindowHours) unless the poster completes or cancels first. Per poster: MARKET_UNFUNDED_TASKS_MAX open unfunded tasks, MARKET_POSTS_PER_DAY posts (429).
          */
         post: {
             parameters: {
@@ -2877,13 +3030,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3047,13 +3202,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3136,7 +3293,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Claim a posted task (DID signature headers; the signed DID must be claimerDid) */
+        /** Claim a posted task (DID signature headers; the signed DID must be claimerDid; gold or platinum passport; lapses after the claim window without a delivery) */
         post: {
             parameters: {
                 query?: never;
@@ -3161,13 +3318,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3284,13 +3443,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3384,7 +3545,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a delivered task and pay the claimer (poster; DID signature headers)
-         * @description With escrow (scheduleId present): posterPrivateKey is required, signs the pending escrow schedule here (memory only), then the escrow account pays the claimer the price less MARKET_FEE_BPS and the treasury the fee (escrowStatus released, paymentTxId). Without escrow: txBytes + publicKey + signature of the transfer from POST prepare-payment, or posterPrivateKey.
+         * @description With escrow (scheduleId present): posterPrivateKey is required, signs the pending escrow schedule here (memory only), then the escrow account pays the claimer the price less MARKET_FEE_BPS and the treasury the fee (escrowStatus released, paymentTxId). 409 market_escrow_underfunded while the escrow holds less than a raised price: a top-up schedule is created and the next complete signs it. Without escrow: txBytes + publicKey + signature of the transfer from POST prepare-payment, or posterPrivateKey.
          */
         post: {
             parameters: {
@@ -3410,13 +3571,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3448,6 +3611,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3524,13 +3696,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3562,6 +3736,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3638,13 +3821,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3761,13 +3946,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -3940,13 +4127,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -4130,7 +4319,7 @@ export interface paths {
         put?: never;
         /**
          * Run the verifier of a delivered task
-         * @description Runs the poster's verifier on the delivered result: none passes; sha256 compares the result's sha256 with the expected one; json_schema validates resultBody; http POSTs { taskId, attempt, resultBody, resultIpfs, resultSha256 } to the poster URL (public addresses only) and reads { passed, reasons }. Counts attempts; never completes the task or pays. 400 when not delivered.
+         * @description Runs the poster's verifier on the delivered result: none passes; sha256 compares the result's sha256 with the expected one; json_schema validates resultBody; http POSTs { taskId, attempt, resultBody, resultIpfs, resultSha256 } to the poster URL (public addresses only) and reads { passed, reasons }. The outcome of a delivery is kept and answered again (reused: true, verifiedAt) without running the verifier; an inconclusive outcome (the verifier gave no verdict) may run again, at most MARKET_VERIFY_RUNS_MAX times, MARKET_VERIFY_RETRY_S apart. verificationAttempts counts verifier runs. Never completes the task or pays. 400 when not delivered.
          */
         post: {
             parameters: {
@@ -4159,13 +4348,15 @@ export interface paths {
                         "application/json": components["schemas"]["MarketVerifyResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -4259,13 +4450,15 @@ export interface paths {
                         "application/json": components["schemas"]["Task"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -4665,13 +4858,15 @@ export interface paths {
                         "application/json": components["schemas"]["PassportUpgradeResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -4821,7 +5016,7 @@ export interface paths {
         put?: never;
         /**
          * Buy a passport NFT: DID signature headers + x402 payment of the tier price (HBAR)
-         * @description Without PAYMENT-SIGNATURE the answer is 402 with PAYMENT-REQUIRED (the signature headers are checked but the challenge is not used up, so the same request can be retried with the payment). If issuance takes longer than 20 s the answer is 202 request_pending with a Location to poll (GET /passport/address/{accountId}).
+         * @description Without PAYMENT-SIGNATURE the answer is 402 with PAYMENT-REQUIRED (the signature headers are checked but the challenge is not used up, so the same request can be retried with the payment). The payment is verified here and settled by the issuance workflow. If issuance takes longer than 20 s the answer is 202 request_pending with a Location to poll (GET /passport/address/{accountId}).
          */
         post: {
             parameters: {
@@ -4845,13 +5040,15 @@ export interface paths {
                         "application/json": components["schemas"]["PassportIssuanceResult"];
                     };
                 };
-                /** @description Default Response */
+                /** @description request_pending: accepted and still running; poll the Location */
                 202: {
                     headers: {
+                        /** @description The URL to poll with GET until the outcome shows (relative to the API base, e.g. /market/tasks/{taskId}) */
+                        location?: string;
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["PendingBody"];
                     };
                 };
                 /** @description Default Response */
@@ -5489,6 +5686,20 @@ export interface components {
             issuedAt: string;
             /** @description Address that minted the passport */
             issuer: string;
+            /** @description The marketplace record (from the marketplace topic) of the Hedera account this address belongs to (alias or long-zero address); absent when this service keeps no marketplace */
+            marketplace?: {
+                asClaimer: {
+                    delivered: number;
+                    /** @description delivered tasks that completed: the claimer was paid */
+                    paid: number;
+                };
+                asPoster: {
+                    /** @description tasks cancelled (by the poster or a window) after the claimer had delivered */
+                    cancelledAfterDelivery: number;
+                    completed: number;
+                    posted: number;
+                };
+            };
             metadataUri: string;
             revoked: boolean;
             /** @description 1 bronze, 2 silver, 3 gold, 4 platinum */
@@ -5504,6 +5715,20 @@ export interface components {
             issuedAt: string;
             /** @description Address that minted the passport */
             issuer: string;
+            /** @description The marketplace record (from the marketplace topic) of the Hedera account this address belongs to (alias or long-zero address); absent when this service keeps no marketplace */
+            marketplace?: {
+                asClaimer: {
+                    delivered: number;
+                    /** @description delivered tasks that completed: the claimer was paid */
+                    paid: number;
+                };
+                asPoster: {
+                    /** @description tasks cancelled (by the poster or a window) after the claimer had delivered */
+                    cancelledAfterDelivery: number;
+                    completed: number;
+                    posted: number;
+                };
+            };
             metadataUri: string;
             revoked: boolean;
             /** @description 1 bronze, 2 silver, 3 gold, 4 platinum */
@@ -5527,6 +5752,20 @@ export interface components {
             description?: string;
             did: string;
             endpoint: string;
+            /** @description The agent's marketplace record, from the marketplace topic */
+            marketplace?: {
+                asClaimer: {
+                    delivered: number;
+                    /** @description delivered tasks that completed: the claimer was paid */
+                    paid: number;
+                };
+                asPoster: {
+                    /** @description tasks cancelled (by the poster or a window) after the claimer had delivered */
+                    cancelledAfterDelivery: number;
+                    completed: number;
+                    posted: number;
+                };
+            };
             name: string;
             serial: number;
             skills?: string[];
@@ -5551,6 +5790,20 @@ export interface components {
             description?: string;
             did: string;
             endpoint: string;
+            /** @description The agent's marketplace record, from the marketplace topic */
+            marketplace?: {
+                asClaimer: {
+                    delivered: number;
+                    /** @description delivered tasks that completed: the claimer was paid */
+                    paid: number;
+                };
+                asPoster: {
+                    /** @description tasks cancelled (by the poster or a window) after the claimer had delivered */
+                    cancelledAfterDelivery: number;
+                    completed: number;
+                    posted: number;
+                };
+            };
             name: string;
             serial: number;
             skills?: string[];
@@ -5658,7 +5911,13 @@ export interface components {
             did?: string;
             newTier?: string;
             oldTier?: string;
+            /** @description payment.reconciled: issued, upgraded or refunded */
+            outcome?: string;
+            /** @description payment.reconciled: the payment the reconciler settled */
+            paymentTransactionId?: string;
             reason?: string;
+            /** @description payment.reconciled: the refund transfer */
+            refundTransactionId?: string;
             sequenceNumber?: number;
             serial?: number;
             tier?: string;
@@ -5671,7 +5930,13 @@ export interface components {
             did?: string;
             newTier?: string;
             oldTier?: string;
+            /** @description payment.reconciled: issued, upgraded or refunded */
+            outcome?: string;
+            /** @description payment.reconciled: the payment the reconciler settled */
+            paymentTransactionId?: string;
             reason?: string;
+            /** @description payment.reconciled: the refund transfer */
+            refundTransactionId?: string;
             sequenceNumber?: number;
             serial?: number;
             tier?: string;
@@ -5859,9 +6124,13 @@ export interface components {
                     method?: "GET" | "POST";
                 };
             };
+            /** @description the DID the challenge was issued for (?did=): only a request signed by it can verify it; absent on a challenge issued without a DID, which the first DID to present its token claims */
+            did?: string;
             dns_record: string;
             expires_at: string;
             token: string;
+            /** @description the line to serve at well_known_url (the same value as the TXT record of dns_record) */
+            well_known_content: string;
             well_known_url: string;
         };
         DomainOwnershipChallengeInput: {
@@ -5872,9 +6141,13 @@ export interface components {
                     method?: "GET" | "POST";
                 };
             };
+            /** @description the DID the challenge was issued for (?did=): only a request signed by it can verify it; absent on a challenge issued without a DID, which the first DID to present its token claims */
+            did?: string;
             dns_record: string;
             expires_at: string;
             token: string;
+            /** @description the line to serve at well_known_url (the same value as the TXT record of dns_record) */
+            well_known_content: string;
             well_known_url: string;
         };
         DomainOwnershipVerification: {
@@ -5887,11 +6160,16 @@ export interface components {
             };
             domain: string;
             domain_ownership: {
+                /** @description the value the proven challenge published: its token, or for a challenge issued without a DID base64url(sha256(token)); empty when not verified */
                 challenge_token: string;
+                /** @description when the proof stops counting; a new challenge proven the same way renews it */
+                expires_at?: string;
                 method: string;
                 proof: string;
                 verified: boolean;
                 verified_at: string | null;
+                /** @description the DID that proved the ownership (signed POST .../verify-ownership) */
+                verified_by?: string;
             };
             verified: boolean;
         };
@@ -5905,11 +6183,16 @@ export interface components {
             };
             domain: string;
             domain_ownership: {
+                /** @description the value the proven challenge published: its token, or for a challenge issued without a DID base64url(sha256(token)); empty when not verified */
                 challenge_token: string;
+                /** @description when the proof stops counting; a new challenge proven the same way renews it */
+                expires_at?: string;
                 method: string;
                 proof: string;
                 verified: boolean;
                 verified_at: string | null;
+                /** @description the DID that proved the ownership (signed POST .../verify-ownership) */
+                verified_by?: string;
             };
             verified: boolean;
         };
@@ -6103,11 +6386,15 @@ export interface components {
             passed: boolean;
             /** @description why it did not pass (empty when it passed) */
             reasons: string[];
+            /** @description true: the outcome of an earlier run of this delivery, answered again (nothing ran) */
+            reused?: boolean;
             /** @description the task status, unchanged (delivered) */
             status: string;
             taskId: string;
-            /** @description verifications run on this task so far, this one included */
+            /** @description verifier runs on this task so far (a verify that reuses the outcome runs none) */
             verificationAttempts: number;
+            /** @description when this outcome was found */
+            verifiedAt?: string;
             /** @enum {string} */
             verifierType: "none" | "sha256" | "json_schema" | "http";
         };
@@ -6115,11 +6402,15 @@ export interface components {
             passed: boolean;
             /** @description why it did not pass (empty when it passed) */
             reasons: string[];
+            /** @description true: the outcome of an earlier run of this delivery, answered again (nothing ran) */
+            reused?: boolean;
             /** @description the task status, unchanged (delivered) */
             status: string;
             taskId: string;
-            /** @description verifications run on this task so far, this one included */
+            /** @description verifier runs on this task so far (a verify that reuses the outcome runs none) */
             verificationAttempts: number;
+            /** @description when this outcome was found */
+            verifiedAt?: string;
             /** @enum {string} */
             verifierType: "none" | "sha256" | "json_schema" | "http";
         };
@@ -6288,6 +6579,42 @@ export interface components {
             tokenId: string;
             /** @constant */
             upgraded: true;
+        };
+        /** @description request_pending: the request was accepted and is still running. GET the Location header URL (also _links.poll.href) until it shows the outcome; sending the same request again attaches to the same work. */
+        PendingBody: {
+            _links: {
+                poll: {
+                    /** @description the same URL as the Location header */
+                    href: string;
+                };
+            };
+            /** @constant */
+            code: "request_pending";
+            error: string;
+            hint?: string;
+            retryable?: boolean;
+            /** @description the workflow doing the work */
+            workflowId: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description request_pending: the request was accepted and is still running. GET the Location header URL (also _links.poll.href) until it shows the outcome; sending the same request again attaches to the same work. */
+        PendingBodyInput: {
+            _links: {
+                poll: {
+                    /** @description the same URL as the Location header */
+                    href: string;
+                };
+            };
+            /** @constant */
+            code: "request_pending";
+            error: string;
+            hint?: string;
+            retryable?: boolean;
+            /** @description the workflow doing the work */
+            workflowId: string;
+        } & {
+            [key: string]: unknown;
         };
         RegistryRecord: {
             created_at: string;
@@ -6472,13 +6799,22 @@ export interface components {
                 };
             };
             capabilities: string[];
+            /** @description While claimed: when the claim lapses without a delivery */
+            claimEndsAt?: string | null;
             claimerDid: string | null;
+            /** @description A claim with no delivery lapses after this many seconds (the task is posted again) */
+            claimWindowSeconds?: number;
             createdAt: string;
             deadline: string | null;
+            deliveredAt?: string | null;
             description: string;
             escrow: boolean;
             /** @enum {string} */
             escrowStatus: "none" | "scheduled" | "funded" | "released" | "refunded" | "cancelled" | "expired";
+            /** @description While the escrow is not funded: when the task is cancelled for want of funding */
+            fundingEndsAt?: string | null;
+            /** @description Escrow tasks: seconds after posting the escrow may stay unfunded */
+            fundingWindowSeconds?: number | null;
             paymentTxId: string | null;
             posterDid: string;
             priceHbar: number;
@@ -6486,6 +6822,10 @@ export interface components {
             resultBody: string | null;
             resultIpfs: string | null;
             resultSha256: string | null;
+            /** @description While delivered (escrow): when the escrow is released to the claimer unless the poster completes or cancels first */
+            reviewEndsAt?: string | null;
+            /** @description Escrow tasks: seconds after delivery the poster has to complete or cancel before the escrow is released to the claimer */
+            reviewWindowSeconds?: number | null;
             scheduleId: string | null;
             /** @enum {string} */
             status: "posted" | "claimed" | "delivered" | "completed" | "cancelled";
@@ -6493,6 +6833,14 @@ export interface components {
             title: string;
             topUpScheduleId: string | null;
             updatedAt: string;
+            /** @description The delivery's verification outcome (POST /verify answers it again) */
+            verification?: {
+                at: string;
+                inconclusive?: boolean;
+                passed: boolean;
+                reasons: string[];
+                runs: number;
+            } | null;
             verificationAttempts: number;
             verifierConfig: {
                 [key: string]: unknown;
@@ -6633,13 +6981,22 @@ export interface components {
                 };
             };
             capabilities: string[];
+            /** @description While claimed: when the claim lapses without a delivery */
+            claimEndsAt?: string | null;
             claimerDid: string | null;
+            /** @description A claim with no delivery lapses after this many seconds (the task is posted again) */
+            claimWindowSeconds?: number;
             createdAt: string;
             deadline: string | null;
+            deliveredAt?: string | null;
             description: string;
             escrow: boolean;
             /** @enum {string} */
             escrowStatus: "none" | "scheduled" | "funded" | "released" | "refunded" | "cancelled" | "expired";
+            /** @description While the escrow is not funded: when the task is cancelled for want of funding */
+            fundingEndsAt?: string | null;
+            /** @description Escrow tasks: seconds after posting the escrow may stay unfunded */
+            fundingWindowSeconds?: number | null;
             paymentTxId: string | null;
             posterDid: string;
             priceHbar: number;
@@ -6647,6 +7004,10 @@ export interface components {
             resultBody: string | null;
             resultIpfs: string | null;
             resultSha256: string | null;
+            /** @description While delivered (escrow): when the escrow is released to the claimer unless the poster completes or cancels first */
+            reviewEndsAt?: string | null;
+            /** @description Escrow tasks: seconds after delivery the poster has to complete or cancel before the escrow is released to the claimer */
+            reviewWindowSeconds?: number | null;
             scheduleId: string | null;
             /** @enum {string} */
             status: "posted" | "claimed" | "delivered" | "completed" | "cancelled";
@@ -6654,6 +7015,14 @@ export interface components {
             title: string;
             topUpScheduleId: string | null;
             updatedAt: string;
+            /** @description The delivery's verification outcome (POST /verify answers it again) */
+            verification?: {
+                at: string;
+                inconclusive?: boolean;
+                passed: boolean;
+                reasons: string[];
+                runs: number;
+            } | null;
             verificationAttempts: number;
             verifierConfig: {
                 [key: string]: unknown;
@@ -6678,6 +7047,8 @@ export interface components {
         TaskPost: {
             /** @description Capabilities a claimer needs (the list filter matches them) */
             capabilities?: string[];
+            /** @description Hours a claim may stay undelivered before it lapses and the task is posted again (default MARKET_CLAIM_WINDOW_S, 24 h) */
+            claimWindowHours?: number;
             /**
              * Format: date-time
              * @description ISO time; an unfinished task is cancelled and refunded then
@@ -6690,6 +7061,8 @@ export interface components {
             posterDid: string;
             /** @description Price in HBAR (at most 8 decimals: 1 tinybar) */
             priceHbar: number;
+            /** @description Escrow tasks: hours after delivery the poster has to complete or cancel; then the escrow is released to the claimer (default MARKET_REVIEW_WINDOW_S, 72 h) */
+            reviewWindowHours?: number;
             title: string;
             /** @description Verifier settings: http {url}, json_schema {schema}, sha256 {sha256?} */
             verifierConfig?: {
@@ -6712,6 +7085,8 @@ export interface components {
         TaskPostInput: {
             /** @description Capabilities a claimer needs (the list filter matches them) */
             capabilities?: string[];
+            /** @description Hours a claim may stay undelivered before it lapses and the task is posted again (default MARKET_CLAIM_WINDOW_S, 24 h) */
+            claimWindowHours?: number;
             /**
              * Format: date-time
              * @description ISO time; an unfinished task is cancelled and refunded then
@@ -6724,6 +7099,8 @@ export interface components {
             posterDid: string;
             /** @description Price in HBAR (at most 8 decimals: 1 tinybar) */
             priceHbar: number;
+            /** @description Escrow tasks: hours after delivery the poster has to complete or cancel; then the escrow is released to the claimer (default MARKET_REVIEW_WINDOW_S, 72 h) */
+            reviewWindowHours?: number;
             title: string;
             /** @description Verifier settings: http {url}, json_schema {schema}, sha256 {sha256?} */
             verifierConfig?: {
@@ -6738,6 +7115,8 @@ export interface components {
         TaskPostSigned: {
             /** @description Capabilities a claimer needs (the list filter matches them) */
             capabilities?: string[];
+            /** @description Hours a claim may stay undelivered before it lapses and the task is posted again (default MARKET_CLAIM_WINDOW_S, 24 h) */
+            claimWindowHours?: number;
             /**
              * Format: date-time
              * @description ISO time; an unfinished task is cancelled and refunded then
@@ -6752,6 +7131,8 @@ export interface components {
             posterPrivateKey: string;
             /** @description Price in HBAR (at most 8 decimals: 1 tinybar) */
             priceHbar: number;
+            /** @description Escrow tasks: hours after delivery the poster has to complete or cancel; then the escrow is released to the claimer (default MARKET_REVIEW_WINDOW_S, 72 h) */
+            reviewWindowHours?: number;
             title: string;
             /** @description Verifier settings: http {url}, json_schema {schema}, sha256 {sha256?} */
             verifierConfig?: {
@@ -6766,6 +7147,8 @@ export interface components {
         TaskPostSignedInput: {
             /** @description Capabilities a claimer needs (the list filter matches them) */
             capabilities?: string[];
+            /** @description Hours a claim may stay undelivered before it lapses and the task is posted again (default MARKET_CLAIM_WINDOW_S, 24 h) */
+            claimWindowHours?: number;
             /**
              * Format: date-time
              * @description ISO time; an unfinished task is cancelled and refunded then
@@ -6780,6 +7163,8 @@ export interface components {
             posterPrivateKey: string;
             /** @description Price in HBAR (at most 8 decimals: 1 tinybar) */
             priceHbar: number;
+            /** @description Escrow tasks: hours after delivery the poster has to complete or cancel; then the escrow is released to the claimer (default MARKET_REVIEW_WINDOW_S, 72 h) */
+            reviewWindowHours?: number;
             title: string;
             /** @description Verifier settings: http {url}, json_schema {schema}, sha256 {sha256?} */
             verifierConfig?: {
@@ -6822,6 +7207,68 @@ export interface components {
             title: string;
             /** @constant */
             type: "task";
+        };
+        TrustAttestationState: {
+            _links: {
+                [key: string]: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST";
+                };
+            };
+            attested_by: string;
+            domain: string;
+            on_chain?: {
+                attested_at: string;
+                attested_by: string;
+                chain: string;
+                chain_id: number;
+                contract_address: string;
+                revoked: boolean;
+                token_id: number;
+                tx_hash: string;
+            };
+            requested_at: string;
+            /** @description once confirmed: the attested snapshot with on_chain, as attest answers it */
+            snapshot?: components["schemas"]["TrustSnapshot"];
+            snapshot_hash: string;
+            /**
+             * @description pending: recorded; sending: transaction signed and sent; confirmed: on chain; failed: send attest again
+             * @enum {string}
+             */
+            status: "pending" | "sending" | "confirmed" | "failed";
+            updated_at: string;
+        };
+        TrustAttestationStateInput: {
+            _links: {
+                [key: string]: {
+                    href: string;
+                    /** @enum {string} */
+                    method?: "GET" | "POST";
+                };
+            };
+            attested_by: string;
+            domain: string;
+            on_chain?: {
+                attested_at: string;
+                attested_by: string;
+                chain: string;
+                chain_id: number;
+                contract_address: string;
+                revoked: boolean;
+                token_id: number;
+                tx_hash: string;
+            };
+            requested_at: string;
+            /** @description once confirmed: the attested snapshot with on_chain, as attest answers it */
+            snapshot?: components["schemas"]["TrustSnapshotInput"];
+            snapshot_hash: string;
+            /**
+             * @description pending: recorded; sending: transaction signed and sent; confirmed: on chain; failed: send attest again
+             * @enum {string}
+             */
+            status: "pending" | "sending" | "confirmed" | "failed";
+            updated_at: string;
         };
         TrustRule: {
             fetches: {
@@ -6873,11 +7320,16 @@ export interface components {
             };
             domain: string;
             domain_ownership: {
+                /** @description the value the proven challenge published: its token, or for a challenge issued without a DID base64url(sha256(token)); empty when not verified */
                 challenge_token: string;
+                /** @description when the proof stops counting; a new challenge proven the same way renews it */
+                expires_at?: string;
                 method: string;
                 proof: string;
                 verified: boolean;
                 verified_at: string | null;
+                /** @description the DID that proved the ownership (signed POST .../verify-ownership) */
+                verified_by?: string;
             };
             evidence_root: {
                 assertion_count: number;
@@ -6937,11 +7389,16 @@ export interface components {
             };
             domain: string;
             domain_ownership: {
+                /** @description the value the proven challenge published: its token, or for a challenge issued without a DID base64url(sha256(token)); empty when not verified */
                 challenge_token: string;
+                /** @description when the proof stops counting; a new challenge proven the same way renews it */
+                expires_at?: string;
                 method: string;
                 proof: string;
                 verified: boolean;
                 verified_at: string | null;
+                /** @description the DID that proved the ownership (signed POST .../verify-ownership) */
+                verified_by?: string;
             };
             evidence_root: {
                 assertion_count: number;

@@ -1,0 +1,103 @@
+/**
+ * The marketplace's answers: the task record as answered (DESIGN 10, bookkeeping fields left out,
+ * with _links), its escrow, a verify outcome, and the 202 of a step still running.
+ */
+import type { FastifyReply } from 'fastify';
+import { errorBody } from '../errors.js';
+import type { TaskRecord } from '../../domain/market.js';
+import { taskWorkflowId, type VerifyResult } from '../../workflows/contracts/taskLifecycle.js';
+import { TaskPending } from './updates.js';
+import type { Market } from './state.js';
+
+export function taskLinks(task: TaskRecord): Record<string, { href: string; method?: 'GET' | 'POST' }> {
+  const base = `/market/tasks/${task.taskId}`;
+  const links: Record<string, { href: string; method?: 'GET' | 'POST' }> = {
+    self: { href: base },
+    escrow: { href: `${base}/escrow-status` },
+    poster: { href: `/agents/${encodeURIComponent(task.posterDid)}` },
+  };
+  if (task.claimerDid) links.claimer = { href: `/agents/${encodeURIComponent(task.claimerDid)}` };
+  const post = (name: string, path: string) => (links[name] = { href: `${base}/${path}`, method: 'POST' });
+  if (task.status === 'posted') post('claim', 'claim');
+  if (task.status === 'claimed') post('deliver', 'deliver');
+  if (task.status === 'delivered') {
+    post('verify', 'verify');
+    post('complete', 'complete');
+    if (!task.escrow) post('preparePayment', 'prepare-payment');
+  }
+  if (task.status === 'posted' || task.status === 'claimed') post('increaseReward', 'increase-reward');
+  if (task.status === 'posted' || task.status === 'claimed' || task.status === 'delivered') post('cancel', 'cancel');
+  return links;
+}
+
+/** The task as answered: the record of DESIGN 10 (bookkeeping fields left out) with _links. */
+export function taskResponse(task: TaskRecord) {
+  const { escrowedTinybars: _e, feeBps: _f, priceTinybars: _p, ...view } = task;
+  return { ...view, _links: taskLinks(task) };
+}
+
+/** 202 request_pending: the step is still running; the task's URL shows when it is done. */
+export function pendingTask(reply: FastifyReply, taskId: string) {
+  const poll = `/market/tasks/${taskId}`;
+  return reply
+    .code(202)
+    .header('location', poll)
+    .send({ ...errorBody('request_pending', 'The task step was accepted and is still running', `Poll ${poll}`), workflowId: taskWorkflowId(taskId), _links: { poll: { href: poll } } });
+}
+
+/** A step's answer: the task after it (200), or 202 while it is still running (TaskPending). */
+export async function answerTask(reply: FastifyReply, step: Promise<TaskRecord>) {
+  try {
+    return taskResponse(await step);
+  } catch (err) {
+    if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
+    throw err;
+  }
+}
+
+/** GET /market/tasks/{taskId}/escrow-status. */
+export function escrowStatusView(market: Market, t: TaskRecord) {
+  const deployment = market.ledger.deployment;
+  return {
+    taskId: t.taskId,
+    scheduleId: t.scheduleId,
+    topUpScheduleId: t.topUpScheduleId,
+    escrowStatus: t.escrowStatus,
+    verificationAttempts: t.verificationAttempts,
+    verifierType: t.verifierType,
+    priceHbar: t.priceHbar,
+    escrowAccountId: deployment.escrow,
+    _links: {
+      task: { href: `/market/tasks/${t.taskId}` },
+      ...(t.scheduleId ? { schedule: { href: `${deployment.mirrorUrl.replace(/\/$/, '')}/api/v1/schedules/${t.scheduleId}` } } : {}),
+    },
+  };
+}
+
+/** A verify's answer: the kept outcome of the delivery (reused, no verifier ran) or the outcome of the run just made. */
+export function verifyView(outcome: { kept: TaskRecord } | { ran: VerifyResult; taskId: string }) {
+  if ('kept' in outcome) {
+    const task = outcome.kept;
+    const kept = task.verification!;
+    return {
+      taskId: task.taskId,
+      passed: kept.passed,
+      reasons: kept.reasons,
+      verificationAttempts: task.verificationAttempts,
+      verifierType: task.verifierType,
+      status: task.status,
+      verifiedAt: kept.at,
+      reused: true,
+    };
+  }
+  const result = outcome.ran;
+  return {
+    taskId: outcome.taskId,
+    passed: result.passed,
+    reasons: result.reasons,
+    verificationAttempts: result.verificationAttempts,
+    verifierType: result.task.verifierType,
+    status: result.task.status,
+    ...(result.verifiedAt !== undefined ? { verifiedAt: result.verifiedAt, reused: result.reused ?? false } : {}),
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * The tasks projection (db/migrations/0009_tasks.ts). Every write announces the task on
+ * NOTIFY task_changed in its own transaction (db/notify.ts); the API's memory (db/liveCache.ts)
+ * reloads that one row.
+ */
+import type { Sql } from 'postgres';
+import type { TaskRecord, TaskStatus } from '../../domain/market.js';
+import { recordDelta } from '../../domain/marketRecord.js';
+import { CHANNELS, notifyChange } from '../notify.js';
+import { applyRecordDelta } from './marketRecords.js';
+
+export interface TaskRow {
+  task_id: string;
+  status: string;
+  escrow_status: string;
+  poster_did: string;
+  claimer_did: string | null;
+  price_tinybars: string;
+  capabilities: string[];
+  schedule_id: string | null;
+  payment_tx_id: string | null;
+  seq: number;
+  record: TaskRecord;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/**
+ * Writes the task as of step `seq` (insert or update when newer) and notifies, in one transaction.
+ * Returns false when the row already holds that step or a later one (nothing written).
+ */
+export async function upsertTask(sql: Sql, task: TaskRecord, seq: number): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    // the row as it was (locked): the change of the parties' marketplace records is after - before
+    const [prior] = await tx<{ seq: number; record: TaskRecord }[]>`select seq, record from tasks where task_id = ${task.taskId} for update`;
+    if (prior && prior.seq >= seq) return false;
+    const rows = await tx`
+      insert into tasks (task_id, status, escrow_status, poster_did, claimer_did, price_tinybars, capabilities,
+                         schedule_id, payment_tx_id, seq, record, created_at, updated_at)
+      values (${task.taskId}, ${task.status}, ${task.escrowStatus}, ${task.posterDid}, ${task.claimerDid},
+              ${task.priceTinybars}, ${tx.json(task.capabilities)}, ${task.scheduleId}, ${task.paymentTxId}, ${seq},
+              ${tx.json(task as never)}, ${task.createdAt}, ${task.updatedAt})
+      on conflict (task_id) do update set
+        status = excluded.status, escrow_status = excluded.escrow_status, claimer_did = excluded.claimer_did,
+        price_tinybars = excluded.price_tinybars, capabilities = excluded.capabilities, schedule_id = excluded.schedule_id,
+        payment_tx_id = excluded.payment_tx_id, seq = excluded.seq, record = excluded.record, updated_at = excluded.updated_at
+      where tasks.seq < excluded.seq
+      returning task_id`;
+    if (rows.length === 0) return false;
+    await notifyChange(tx, CHANNELS.task, task.taskId);
+    await applyRecordDelta(tx, recordDelta(prior?.record ?? null, task));
+    return true;
+  });
+}
+
+/** The open tasks (the task book's full load). */
+export async function listOpenTasks(sql: Sql): Promise<TaskRecord[]> {
+  return (await sql<{ record: TaskRecord }[]>`select record from tasks where status in ('posted', 'claimed', 'delivered')`).map((r) => r.record);
+}
+
+/** One task if it is open (the task book's reload of one key); null when closed or missing. */
+export async function findOpenTask(sql: Sql, taskId: string): Promise<TaskRecord | null> {
+  const [row] = await sql<{ record: TaskRecord }[]>`select record from tasks where task_id = ${taskId} and status in ('posted', 'claimed', 'delivered')`;
+  return row?.record ?? null;
+}
+
+export interface TaskQuery {
+  capability?: string;
+  status?: TaskStatus;
+  posterDid?: string;
+  claimerDid?: string;
+}
+
+/** A page of tasks, newest first (task ids are UUIDv7), and how many match: the list reads that include closed tasks. */
+export async function pageTasks(sql: Sql, q: TaskQuery, limit: number, offset: number): Promise<{ tasks: TaskRecord[]; total: number }> {
+  const where = () => sql`
+    where true
+    ${q.capability ? sql`and capabilities @> ${sql.json([q.capability])}` : sql``}
+    ${q.status ? sql`and status = ${q.status}` : sql``}
+    ${q.posterDid ? sql`and poster_did = ${q.posterDid}` : sql``}
+    ${q.claimerDid ? sql`and claimer_did = ${q.claimerDid}` : sql``}`;
+  const [rows, [count]] = await Promise.all([
+    sql<{ record: TaskRecord }[]>`select record from tasks ${where()} order by task_id desc limit ${limit} offset ${offset}`,
+    sql<{ total: number }[]>`select count(*)::int as total from tasks ${where()}`,
+  ]);
+  return { tasks: rows.map((r) => r.record), total: count?.total ?? 0 };
+}
+
+export async function findTask(sql: Sql, taskId: string): Promise<TaskRow | null> {
+  const [row] = await sql<TaskRow[]>`select * from tasks where task_id = ${taskId}`;
+  return row ?? null;
+}
+
+export async function listAllTasks(sql: Sql): Promise<TaskRow[]> {
+  return sql<TaskRow[]>`select * from tasks order by task_id`;
+}

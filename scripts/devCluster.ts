@@ -1,0 +1,148 @@
+/**
+ * npm run dev:cluster: the same stack as `npm run dev`, production-shaped (DESIGN.md section 11, "The
+ * cluster"; issue 22):
+ *   - the Temporal server itself (scripts/lib/temporalCluster.ts: the version the CLI embeds, built from
+ *     the Go module proxy into ~/.cache/agent-passport/bin on first use), on PostgreSQL persistence and
+ *     PostgreSQL SQL visibility, schemas installed by its own SQL tool; the namespace and search
+ *     attributes set up by the code of `npm run temporal:setup`; its Web UI server with the codec endpoint;
+ *   - one PostgreSQL and one Redis shared by two workers and two API instances (one task queue);
+ *   - one local entry point (scripts/lib/balancer.ts) on PORT (3000) spreading requests over the APIs
+ *     (PORT+1, PORT+2);
+ *   - localnet and the local EVM node as in `npm run dev`.
+ * Everything but PostgreSQL and Redis is supervised (restarted when it dies, as a process manager would);
+ * Ctrl-C stops everything it started; so does a failed start. State: .data/cluster (DEV_DATA_DIR).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { loadConfig } from '../config/index.js';
+import { setupNamespace } from '../temporal/setup.js';
+import { startBalancer } from './lib/balancer.js';
+import { superviseChild, startChild, waitForReady } from './lib/children.js';
+import { apiStage, devEnv, devSecrets, evmStage, localnetJsonStage, localnetStage, postgresStage, prefixed, workerStage } from './lib/devStages.js';
+import { assertPortFree, launch, type Stage, type StageResult } from './lib/launcher.js';
+import { resolveRedis } from './lib/redis.js';
+import { clusterServing, defaultClusterPorts, prepareTemporalCluster, serverCommand, serverPorts, uiCommand, uiServing } from './lib/temporalCluster.js';
+
+if (fs.existsSync('.env')) process.loadEnvFile('.env');
+
+const DATA = path.resolve(process.env.DEV_DATA_DIR ?? path.join('.data', 'cluster'));
+const config = loadConfig();
+const secrets = devSecrets(DATA);
+const entryPort = config.PORT;
+const apiPorts = [entryPort + 1, entryPort + 2];
+/**
+ * The service's public origin: the entry point's (or PUBLIC_BASE_URL when set, e.g. a tunnel in front
+ * of it). Both APIs get it as PUBLIC_BASE_URL, so their sign-in challenges name it, and clients are
+ * pointed at the same URL (localnet.json apiUrl, what `npm run demo` and the CLI call): a client signs
+ * only a challenge naming the origin it called.
+ */
+const publicUrl = (config.PUBLIC_BASE_URL ?? `http://127.0.0.1:${entryPort}`).replace(/\/+$/, '');
+
+/** a child's output into a log file of the data directory (the Temporal server logs a lot at start-up) */
+function logFile(name: string): { path: string; write: (line: string) => void } {
+  const file = path.join(DATA, 'logs', `${name}.log`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const stream = fs.createWriteStream(file, { flags: 'a' });
+  return { path: file, write: (line) => stream.write(`${line}\n`) };
+}
+
+const appDatabase = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1)) || 'agent_passport_cluster';
+
+const redisStage: Stage = {
+  name: 'redis',
+  async start(_env, ctx) {
+    const redis = await resolveRedis({ redisUrl: config.REDIS_URL, dataDir: path.join(DATA, 'redis'), log: ctx.log, signal: ctx.signal });
+    ctx.onStop('redis', redis.stop);
+    ctx.log(`${redis.source} ${redis.url}`);
+    return { env: { REDIS_URL: redis.url }, urls: { Redis: redis.url } };
+  },
+};
+
+const temporalStage: Stage = {
+  name: 'temporal cluster',
+  async start(env, ctx): Promise<StageResult> {
+    if (config.TEMPORAL_ADDRESS) return { env: { TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS }, urls: { Temporal: `${config.TEMPORAL_ADDRESS} (external)` } };
+    const ports = defaultClusterPorts(Number(process.env.TEMPORAL_PORT ?? 7233), Number(process.env.TEMPORAL_UI_PORT ?? 8233));
+    for (const port of serverPorts(ports)) await assertPortFree(port, 'Temporal server', 'TEMPORAL_PORT');
+    await assertPortFree(ports.ui!, 'Temporal Web UI', 'TEMPORAL_UI_PORT');
+    const cluster = await prepareTemporalCluster({
+      dir: path.join(DATA, 'temporal'),
+      databaseUrl: env.DATABASE_URL!,
+      // beside the app's database, named after it
+      databases: { main: `${appDatabase(env.DATABASE_URL!)}_temporal`, visibility: `${appDatabase(env.DATABASE_URL!)}_temporal_visibility` },
+      ports,
+      // API 1 directly: the codec answers without a token only to loopback callers with no proxy between
+      codecEndpoint: `http://localhost:${apiPorts[0]}/codec`,
+      uiWriteActions: process.env.TEMPORAL_DISABLE_WRITE_ACTIONS === 'false', // the UI image's own variable, as in docker-compose.yml
+      log: ctx.log,
+    });
+
+    const serverLog = logFile('temporal-server');
+    const [serverBin, serverArgs] = serverCommand(cluster);
+    const server = superviseChild(() => startChild('temporal-server', serverBin, serverArgs, { output: serverLog.write }), prefixed('supervisor'));
+    ctx.onStop('temporal server', () => server.stop());
+    await waitForReady(server.current, { what: 'the Temporal server', ready: () => clusterServing(cluster.address), signal: ctx.signal, log: ctx.log, pollMs: 500 });
+    ctx.log(`Temporal server ${cluster.address} on PostgreSQL (log: ${serverLog.path})`);
+
+    // npm run temporal:setup's code: the namespace with its retention and the search attributes
+    const connection = await Connection.connect({ address: cluster.address });
+    try {
+      await setupNamespace({ connection, namespace: config.TEMPORAL_NAMESPACE, retentionDays: config.TEMPORAL_NAMESPACE_RETENTION_DAYS, log: ctx.log });
+    } finally {
+      await connection.close();
+    }
+
+    const uiLog = logFile('temporal-ui');
+    const [uiBin, uiArgs] = uiCommand(cluster);
+    const ui = superviseChild(() => startChild('temporal-ui', uiBin, uiArgs, { output: uiLog.write }), prefixed('supervisor'));
+    ctx.onStop('temporal ui', () => ui.stop());
+    await waitForReady(ui.current, { what: 'the Temporal Web UI server', ready: () => uiServing(ports.ui!), signal: ctx.signal, log: ctx.log });
+    return {
+      env: { TEMPORAL_ADDRESS: cluster.address },
+      urls: {
+        'Temporal frontend': `${cluster.address} (Temporal server ${path.basename(serverBin)}, PostgreSQL persistence and visibility)`,
+        'Temporal Web UI': `${cluster.uiUrl!}${process.env.TEMPORAL_DISABLE_WRITE_ACTIONS === 'false' ? '' : ' (read-only: TEMPORAL_DISABLE_WRITE_ACTIONS=false enables write actions)'}`,
+      },
+    };
+  },
+};
+
+const balancerStage: Stage = {
+  name: 'entry point',
+  async start(_env, ctx) {
+    await assertPortFree(entryPort, 'entry point', 'PORT');
+    const balancer = await startBalancer({ port: entryPort, upstreams: apiPorts.map((p) => `http://127.0.0.1:${p}`), log: ctx.log });
+    ctx.onStop('entry point', balancer.stop);
+    return {
+      urls: {
+        API: `${publicUrl} (the entry point on :${entryPort}, spread over ${apiPorts.map((p) => `:${p}`).join(' and ')}; the origin sign-in challenges name)`,
+        'API reference': `${publicUrl}/docs`,
+        OpenAPI: `${publicUrl}/openapi.json`,
+        'Admin token': `in ${path.join(DATA, 'dev-secrets.json')}`,
+      },
+    };
+  },
+};
+
+// the API instances sit behind the entry point: they believe the X-Forwarded-For of its address only (as
+// production lists its proxies; `true` is refused there), and name the public origin in their challenges
+const apiEnv = { TRUST_PROXY: '127.0.0.1', PUBLIC_BASE_URL: publicUrl };
+
+await launch({
+  title: 'Agent passport cluster is up',
+  env: devEnv(secrets),
+  stages: [
+    postgresStage({ dataDir: DATA, databaseUrl: config.DATABASE_URL, database: 'agent_passport_cluster' }),
+    redisStage,
+    temporalStage,
+    localnetStage({ dataDir: DATA }),
+    evmStage({ dataDir: DATA, externalRpcUrl: config.EVM_RPC_URL, port: Number(process.env.EVM_PORT ?? 8545) }),
+    localnetJsonStage({ dataDir: DATA, apiUrl: publicUrl, adminToken: secrets.adminToken }),
+    workerStage({ name: 'worker-1' }),
+    workerStage({ name: 'worker-2' }),
+    apiStage({ name: 'api-1', port: apiPorts[0]!, env: apiEnv }),
+    apiStage({ name: 'api-2', port: apiPorts[1]!, env: apiEnv }),
+    balancerStage,
+  ],
+});
