@@ -74,6 +74,8 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
     TRUST_FETCH_ORIGINS: Object.entries(D).map(([k, d]) => `${d}=${sites[k as keyof typeof D].origin}`).join(','),
     TRUST_SNAPSHOT_TTL_MS: '3600000',
     RATE_LIMIT_MAX: '100000',
+    TRUST_SCANS_DAILY_PER_IP: '100000',
+    TRUST_SCANS_HOURLY_PER_SITE: '100000',
   });
 
   const get = async (a: FastifyInstance, url: string, headers: Record<string, string> = {}) => {
@@ -87,7 +89,7 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
     sql = createSql(inject('databaseUrl'), { max: 2 });
     app = await buildTestApp(env(), { sql });
     fresh = await buildTestApp({ ...env(), TRUST_SNAPSHOT_TTL_MS: '0' }, { sql });
-    strict = await buildTestApp({ TRUST_DNS_SERVERS: dns.address, RATE_LIMIT_MAX: '100000' }, { sql });
+    strict = await buildTestApp({ TRUST_DNS_SERVERS: dns.address, RATE_LIMIT_MAX: '100000', TRUST_SCANS_DAILY_PER_IP: '100000', TRUST_SCANS_HOURLY_PER_SITE: '100000' }, { sql });
   }, 60_000);
 
   afterAll(async () => {
@@ -206,12 +208,14 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
     expect(second.body).toEqual(first.body);
     expect(site.requests()).toBe(fetched);
 
-    // ownership proven (as the domainOwnership workflow records it): shows at once, without a rescan
+    // ownership proven (as verify-ownership records it): shows at once, without a rescan
     const verifiedAt = new Date();
-    await sql`insert into domain_challenges (token, domain, status, method, proof, verified_at, expires_at)
-              values (${`tok-${run}`}, ${D.cached}, 'verified', 'dns', ${`dns:_agent-passport.${D.cached}`}, ${verifiedAt}, ${new Date(Date.now() + 86_400_000)})`;
+    const until = new Date(verifiedAt.getTime() + 30 * 86_400_000);
+    const did = 'did:hedera:local:0.0.1234';
+    await sql`insert into domain_challenges (token, domain, did, status, method, proof, verified_at, verified_by, ownership_expires_at, expires_at)
+              values (${`tok-${run}`}, ${D.cached}, ${did}, 'verified', 'dns', ${`dns:_agent-passport.${D.cached}`}, ${verifiedAt}, ${did}, ${until}, ${new Date(Date.now() + 86_400_000)})`;
     const third = await get(app, `/api/trust/${D.cached}`);
-    expect(third.body.domain_ownership).toEqual({ method: 'dns', verified: true, verified_at: verifiedAt.toISOString(), challenge_token: `tok-${run}`, proof: `dns:_agent-passport.${D.cached}` });
+    expect(third.body.domain_ownership).toEqual({ method: 'dns', verified: true, verified_at: verifiedAt.toISOString(), challenge_token: `tok-${run}`, proof: `dns:_agent-passport.${D.cached}`, verified_by: did, expires_at: until.toISOString() });
     expect(third.body.evidence_root).toEqual(first.body.evidence_root);
     expect(site.requests()).toBe(fetched);
     expect(third.body.integrity.snapshot_hash).not.toBe(first.body.integrity.snapshot_hash);
@@ -231,6 +235,50 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
       expect(sites.flight.requests() - before, `ttl ${ttl}`).toBe(PROBE_IDS.length);
       for (const snap of all) expect(snap, `ttl ${ttl}`).toEqual(all[0]);
     }
+  });
+
+  it('concurrent first requests take one place of the scan quotas for their one scan, not one each; a refused caller does not refuse those who joined it', async () => {
+    // no PostgreSQL here: each call's ownership lookup would be a round trip whose replies can come back
+    // out of order under load, so which caller starts the generation (and gets the refusal) would be chance
+    const service = new TrustSnapshots({ config: testConfig({ ...env(), TRUST_SNAPSHOT_TTL_MS: '0' }) });
+    // an admission answers after a PostgreSQL round trip, as the quota's does
+    const roundTrip = () => new Promise((r) => setTimeout(r, 20));
+    let admitted = 0;
+    const admit = async () => {
+      await roundTrip();
+      admitted++;
+    };
+    const before = sites.flight.requests();
+    const all = await Promise.all([0, 1, 2, 3, 4].map(() => service.snapshotFor(D.flight, { admitScan: admit })));
+    expect(admitted).toBe(1);
+    expect(sites.flight.requests() - before).toBe(PROBE_IDS.length);
+    for (const snap of all) expect(snap).toEqual(all[0]);
+
+    // the first caller's quota is full: it gets its refusal; the callers who joined it are admitted under their own, once, for one scan
+    const refusal = new Error("the first caller's quota is full");
+    let asked = 0;
+    const between = sites.flight.requests();
+    const results = await Promise.allSettled([
+      service.snapshotFor(D.flight, {
+        admitScan: async () => {
+          asked++;
+          await roundTrip();
+          throw refusal;
+        },
+      }),
+      ...[1, 2, 3].map(() =>
+        service.snapshotFor(D.flight, {
+          admitScan: async () => {
+            asked++;
+            await roundTrip();
+          },
+        }),
+      ),
+    ]);
+    expect(results[0]).toEqual({ status: 'rejected', reason: refusal });
+    expect(results.slice(1).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    expect(asked).toBe(2);
+    expect(sites.flight.requests() - between).toBe(PROBE_IDS.length);
   });
 
   it('shows on_chain once the served snapshot_hash has a confirmed attestation (not while it is pending)', async () => {
@@ -276,8 +324,76 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
     expect(refused.status).toBe(404);
     expect(refused.body.code).toBe('trust_domain_not_found');
     expect(refused.body.error).toMatch(/public address/);
+    // one answer for both: the words do not tell a private name from a missing one
+    expect(refused.body.error.replace(inside, 'X')).toBe(r.body.error.replace(missing, 'X'));
+    expect(refused.body.hint).toBe(r.body.hint);
     dns.setA(inside, ['127.0.0.1']);
     expect((await get(strict, `/api/trust/${inside}`)).status).toBe(404);
+  });
+
+  it('uncached scans count against a per-address daily quota (429 with the rate-limit headers); cached snapshots stay free', async () => {
+    const names = [0, 1, 2].map((i) => `quota${i}-${run}.perip.test`);
+    const site = await startTestSite();
+    try {
+      for (const n of names) dns.setA(n, ['127.0.0.1']);
+      const limited = await buildTestApp(
+        { ...env(), TRUST_FETCH_ORIGINS: names.map((n) => `${n}=${site.origin}`).join(','), TRUST_SCANS_DAILY_PER_IP: '2', TRUST_SCANS_HOURLY_PER_SITE: '100000' },
+        { sql },
+      );
+      try {
+        const from = (url: string, remoteAddress: string) => limited.inject({ url, remoteAddress });
+        const a = `10.${Math.floor(Math.random() * 250)}.7.1`;
+        expect((await from(`/api/trust/${names[0]}`, a)).statusCode).toBe(200);
+        expect((await from(`/api/trust/${names[1]}`, a)).statusCode).toBe(200);
+        const fetched = site.requests();
+        const over = await from(`/api/trust/${names[2]}`, a);
+        expect(over.statusCode).toBe(429);
+        expect(over.json()).toMatchObject({ code: 'trust_quota_exceeded', retryable: true });
+        expect(over.json().hint).toContain('cached');
+        expect(over.headers['x-ratelimit-limit']).toBe('2');
+        expect(over.headers['x-ratelimit-remaining']).toBe('0');
+        expect(Number(over.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000);
+        expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+        expect(site.requests()).toBe(fetched); // refused before any fetch
+        // a cached snapshot is free, for the same address too
+        expect((await from(`/api/trust/${names[0]}`, a)).statusCode).toBe(200);
+        expect(site.requests()).toBe(fetched);
+        // another address has its own quota
+        expect((await from(`/api/trust/${names[2]}`, `10.${Math.floor(Math.random() * 250)}.8.1`)).statusCode).toBe(200);
+      } finally {
+        await limited.close();
+      }
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('wildcard subdomains share their registrable domain\'s hourly scan quota, whatever the number of callers', async () => {
+    const parent = `wild-${run}.test`;
+    const names = Array.from({ length: 6 }, (_, i) => `x${i}.r${i}.${parent}`);
+    const site = await startTestSite();
+    try {
+      for (const n of names) dns.setA(n, ['127.0.0.1']);
+      const limited = await buildTestApp(
+        { ...env(), TRUST_FETCH_ORIGINS: names.map((n) => `${n}=${site.origin}`).join(','), TRUST_SCANS_DAILY_PER_IP: '100000', TRUST_SCANS_HOURLY_PER_SITE: '3' },
+        { sql },
+      );
+      try {
+        const statuses: number[] = [];
+        for (const [i, n] of names.entries()) statuses.push((await limited.inject({ url: `/api/trust/${n}`, remoteAddress: `10.9.${i}.${i + 1}` })).statusCode);
+        expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+        // at most 3 scans of that site this hour: 3 x one fetch per probe path
+        expect(site.requests()).toBe(3 * PROBE_IDS.length);
+        // another registrable domain is not affected
+        const other = `y-${run}.elsewhere.test`;
+        dns.setA(other, ['127.0.0.1']);
+        expect((await limited.inject({ url: `/api/trust/${other}`, remoteAddress: '10.9.99.1' })).statusCode).not.toBe(429);
+      } finally {
+        await limited.close();
+      }
+    } finally {
+      await site.close();
+    }
   });
 
   it('400 trust_domain_invalid for IP literals in every form, ports and non-domains', async () => {
