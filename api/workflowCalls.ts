@@ -61,6 +61,14 @@ export class WorkflowRunFailed extends ApiError {
  * null when Temporal cannot be asked (then nothing may be concluded).
  */
 export async function workflowRunning(ctx: AppContext, workflowId: string): Promise<boolean | null> {
+  return (await latestWorkflowRun(ctx, workflowId))?.running ?? null;
+}
+
+/**
+ * The latest run of a workflow id: whether it runs and its run id (null when there is no run), or
+ * null when Temporal cannot be asked.
+ */
+export async function latestWorkflowRun(ctx: AppContext, workflowId: string): Promise<{ running: boolean; runId: string | null } | null> {
   let client: Client;
   try {
     client = await temporalClient(ctx);
@@ -69,9 +77,9 @@ export async function workflowRunning(ctx: AppContext, workflowId: string): Prom
   }
   try {
     const d = await client.workflow.getHandle(workflowId).describe();
-    return d.status.name === 'RUNNING';
+    return { running: d.status.name === 'RUNNING', runId: d.runId };
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
+    if (err instanceof WorkflowNotFoundError) return { running: false, runId: null };
     return null;
   }
 }

@@ -1,8 +1,8 @@
 /** Database activities of the passport workflows: the projection the API reads (thin over db/queries). */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Sql } from 'postgres';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
-import { markPassportRevoked, markRequestFailed, recordIssuedPassport, recordUpgradedPassport, type NewPassport, type RequestFailedStep } from '../../db/queries/passports.js';
+import { beginRequestLedgerWrites, markPassportRevoked, markRequestFailed, recordIssuedPassport, recordUpgradedPassport, type NewPassport, type RequestFailedStep } from '../../db/queries/passports.js';
 import { normalizePayer } from '../../ledger/x402/ids.js';
 
 export function createPassportDbActivities(deps: { sql: Sql }) {
@@ -12,7 +12,8 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
    * The x402 preHandler settled the payment before the workflow started; this checks the recorded
    * settlement (payer and amount) so a workflow never works for an unsettled or refunded payment.
    * Refusals (final): PaymentNotFound (no such payment recorded), PaymentNotSettled (recorded but
-   * not settled, or already refunded), PaymentMismatch (payer or amount differ from the request).
+   * not settled, or already refunded), PaymentMismatch (payer or amount differ from the request),
+   * RequestNotPending (the request's claim was refused, refunded or released: its payment is owed back).
    */
   async function confirmSettlement(input: { paymentTransactionId: string; payer: string; amountTinybars: string }): Promise<{ status: string }> {
     const p = await findPaymentByTransactionId(sql, input.paymentTransactionId);
@@ -25,6 +26,13 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
     const payer = (s: string) => normalizePayer(s) ?? s;
     if (payer(p.payer) !== payer(input.payer) || p.amount_tinybars.toString() !== input.amountTinybars) {
       throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} does not match the request`, type: 'PaymentMismatch', nonRetryable: true });
+    }
+    // the last step before the mint (or the metadata update): the claim is taken to the ledger here,
+    // unless it was refused meanwhile (an API that took the workflow for gone), whose refund is then
+    // owed instead of a passport: never both (db/migrations/0055)
+    const claim = await beginRequestLedgerWrites(sql, input.paymentTransactionId, Context.current().info.workflowExecution?.runId ?? 'outside a workflow');
+    if (claim === 'refused' || claim === 'refunded' || claim === 'failed') {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId}: its request is ${claim}, so nothing is issued for it`, type: 'RequestNotPending', nonRetryable: true });
     }
     return { status: p.status };
   }

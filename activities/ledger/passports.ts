@@ -23,7 +23,7 @@ import {
   buildWipeNft,
 } from '../../ledger/operations.js';
 import { findPaymentByTransactionId, markPaymentFailedIfVerified, markPaymentRefunded } from '../../db/queries/payments.js';
-import { markRequestRefunded, type RequestFailedStep } from '../../db/queries/passports.js';
+import { markRequestRefunded, requestStatusOfPayment, type RequestFailedStep } from '../../db/queries/passports.js';
 import { recordAuditEvents } from '../../db/queries/auditEvents.js';
 import { parseAuditMessage } from '../../domain/auditEvents.js';
 import type { AuditMessage } from '../../workflows/contracts/passport.js';
@@ -199,6 +199,12 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerS
     }
     if (payment.status === 'failed') {
       throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} was never settled (failed)`, type: 'PaymentNotSettled', nonRetryable: true });
+    }
+    // whoever asked (a reconciler pass that read the request a moment earlier, an API): a payment
+    // whose request delivered its passport or upgrade is never paid back as well
+    const request = await requestStatusOfPayment(deps.sql, input.paymentTransactionId);
+    if (request === 'issued' || request === 'upgraded') {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} bought its request (${request}): not refunded`, type: 'PaymentHasOutcome', nonRetryable: true });
     }
     if (payment.status === 'verified') await requireSettledOnLedger(input.paymentTransactionId, payment.valid_until);
     const r = await ledgerCall('refund', () =>

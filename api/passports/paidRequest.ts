@@ -30,7 +30,7 @@ import type { VerifiedPayment } from '../plugins/x402.js';
 import { scopedWorkflowId, type WorkflowSettings } from '../workflowSettings.js';
 import { hashScanLink, notFound, passportLinks } from './views.js';
 import { passportChanged } from './cache.js';
-import { isPending, pendingReply, startOrAttach, waitForResult, workflowRunning, WorkflowRunFailed } from '../workflowCalls.js';
+import { isPending, pendingReply, startOrAttach, waitForResult, latestWorkflowRun, WorkflowRunFailed } from '../workflowCalls.js';
 import type { Capability } from '../../domain/capabilities.js';
 import { tierEntry, tierPriceTinybars, upgradePriceTinybars, type Tier } from '../../domain/tiers.js';
 import { checkTokenReceivable } from '../../ledger/operations.js';
@@ -207,7 +207,8 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     reason: string,
     failedStep: 'workflow start' | 'workflow',
   ): Promise<RefundOutcome | 'running' | 'done' | 'unfinished'> => {
-    const running = await workflowRunning(ctx, workflowId);
+    const run = await latestWorkflowRun(ctx, workflowId);
+    const running = run?.running ?? null;
     if (running) return 'running';
     if (running === null) {
       throw new ApiError('service_unavailable', 'The workflow service is unavailable', {
@@ -215,8 +216,10 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
       });
     }
     if (await requestLedgerWritesStarted(sql, workflowId, paymentTransactionId)) return 'unfinished';
-    const status = await markRequestRefused(sql, paymentTransactionId, reason, failedStep);
+    const status = await markRequestRefused(sql, paymentTransactionId, reason, failedStep, run?.runId ?? null);
     if (status === 'issued' || status === 'upgraded') return 'done';
+    // a run other than the one seen ended took the claim to the ledger (beginRequestLedgerWrites): finish it, never refund
+    if (status === 'pending') return 'unfinished';
     try {
       return await refund(paymentTransactionId, reason);
     } catch {
@@ -290,9 +293,11 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
    */
   const releasedStaleClaim = async (row: { payment_transaction_id: string; workflow_id: string; created_at: Date }): Promise<boolean> => {
     if (Date.now() - row.created_at.getTime() < STALE_CLAIM_MS) return false;
-    if ((await workflowRunning(ctx, row.workflow_id)) !== false) return false;
+    const run = await latestWorkflowRun(ctx, row.workflow_id);
+    if (!run || run.running) return false;
     if (await requestLedgerWritesStarted(sql, row.workflow_id, row.payment_transaction_id)) return false;
-    const status = await markRequestRefused(sql, row.payment_transaction_id, 'workflow not started', 'workflow start');
+    const status = await markRequestRefused(sql, row.payment_transaction_id, 'workflow not started', 'workflow start', run.runId);
+    if (status === 'pending') return false; // another run took the claim to the ledger meanwhile: it still blocks
     if (status !== 'refused') return status !== null;
     await refund(row.payment_transaction_id, 'workflow not started').catch(() => undefined); // a retry of that payment (or the reconciler) finishes it
     return true;

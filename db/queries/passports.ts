@@ -425,18 +425,55 @@ export async function markRequestRefunded(sql: Sql, paymentTransactionId: string
  * payment is then refunded like a lost race; the wallet or passport is free at once). Returns the
  * request's status afterwards ('refused' unless it had already moved on), or null when unknown.
  */
-export async function markRequestRefused(sql: Sql, paymentTransactionId: string, error: string, failedStep: 'workflow start' | 'workflow'): Promise<string | null> {
-  const rows = await sql<{ status: string }[]>`
+export async function markRequestRefused(
+  sql: Sql,
+  paymentTransactionId: string,
+  error: string,
+  failedStep: 'workflow start' | 'workflow',
+  endedRunId: string | null = null,
+): Promise<string | null> {
+  // only while no run but the one the caller saw end (endedRunId) has taken the claim to the ledger
+  // (beginRequestLedgerWrites): a claim another run took stays 'pending' (answered as such) and is
+  // finished by that run, or by running its workflow again
+  const refused = await sql<{ status: string }[]>`
     with i as (
       update passport_issuances set status = 'refused', error = ${error}, failed_step = ${failedStep}, updated_at = now()
-       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
+       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' and (ledger_writes_run_id is null or ledger_writes_run_id = ${endedRunId}) returning status
     ), u as (
       update passport_upgrades set status = 'refused', error = ${error}, failed_step = ${failedStep}, updated_at = now()
+       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' and (ledger_writes_run_id is null or ledger_writes_run_id = ${endedRunId}) returning status
+    )
+    select status from i union all select status from u`;
+  // a separate statement: its snapshot sees the write a concurrent update waited for
+  return refused[0]?.status ?? requestStatusOfPayment(sql, paymentTransactionId);
+}
+
+/**
+ * Marks the claim a payment paid for as taken to the ledger by a workflow run (`runId`; the step before
+ * the mint or the metadata update), unless the claim already ended without its passport. Returns the claim's
+ * status: 'pending' (marked now or before), 'issued' or 'upgraded' (a run finishing its own request
+ * again), 'refused', 'refunded' or 'failed' (nothing may be written for it: its payment is owed back),
+ * or null when no request claims the payment. This update and markRequestRefused's update the same
+ * row, so PostgreSQL orders them and one of them wins (migration 0055).
+ */
+export async function beginRequestLedgerWrites(sql: Sql, paymentTransactionId: string, runId: string): Promise<string | null> {
+  const marked = await sql<{ status: string }[]>`
+    with i as (
+      update passport_issuances set ledger_writes_at = now(), ledger_writes_run_id = ${runId}
+       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
+    ), u as (
+      update passport_upgrades set ledger_writes_at = now(), ledger_writes_run_id = ${runId}
        where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
     )
-    select status from i union all select status from u
-    union all select status from passport_issuances where payment_transaction_id = ${paymentTransactionId} and status <> 'pending'
-    union all select status from passport_upgrades where payment_transaction_id = ${paymentTransactionId} and status <> 'pending'`;
+    select status from i union all select status from u`;
+  return marked[0]?.status ?? requestStatusOfPayment(sql, paymentTransactionId);
+}
+
+/** The status of the request a payment paid for (issuance or upgrade), or null when none claims it. */
+export async function requestStatusOfPayment(sql: Sql, paymentTransactionId: string): Promise<string | null> {
+  const rows = await sql<{ status: string }[]>`
+    select status from passport_issuances where payment_transaction_id = ${paymentTransactionId}
+    union all select status from passport_upgrades where payment_transaction_id = ${paymentTransactionId}`;
   return rows[0]?.status ?? null;
 }
 

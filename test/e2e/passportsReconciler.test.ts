@@ -11,7 +11,8 @@ import { ExactHederaClientScheme } from '@agent-passport/core/x402/clientScheme'
 import { paymentTransactionOf } from '../../ledger/x402/verifyPayment.js';
 import { normalizeTransactionId } from '../../ledger/x402/ids.js';
 import { findPaymentByTransactionId, insertPayment } from '../../db/queries/payments.js';
-import { findIssuance } from '../../db/queries/passports.js';
+import { findIssuance, markRequestRefused } from '../../db/queries/passports.js';
+import { passportRefundWorkflowId } from '../../workflows/contracts/passportRefund.js';
 import type { ReconcileAction } from '../../workflows/contracts/paymentReconciler.js';
 import { paidPost, recordFixture, startPassportStack, waitForPassport, type PassportStack } from './passportHarness.js';
 import { eventually } from '../support/eventually.js';
@@ -22,7 +23,7 @@ const BOUND_MS = 4_000;
 describe('the payment reconciler settles every payment without an outcome after the bound', () => {
   let ps: PassportStack;
   let scheduleId: string;
-  const hooks: { beforeMint?: () => Promise<void> } = {};
+  const hooks: { beforeMint?: () => Promise<void>; beforeConfirm?: () => Promise<void> } = {};
   const balance = async (accountId: string) => (await ps.stack.ledger.mirror.getHbarBalance(accountId))!;
   const nftsOf = (accountId: string) => ps.stack.ledger.mirror.getAccountNfts(accountId, { tokenId: ps.stack.deployment.passportTokenId });
   const auditOf = async (paymentTransactionId: string) =>
@@ -58,6 +59,10 @@ describe('the payment reconciler settles every payment without an outcome after 
       mintPassport: async (input) => {
         await hooks.beforeMint?.();
         return ps.activities.mintPassport(input);
+      },
+      confirmSettlement: async (input) => {
+        await hooks.beforeConfirm?.();
+        return ps.activities.confirmSettlement(input);
       },
     });
     scheduleId = await ps.startReconciler({ afterMs: BOUND_MS, everyMs: 1_000 });
@@ -168,5 +173,95 @@ describe('the payment reconciler settles every payment without an outcome after 
     expect([200, 202], JSON.stringify(r.body)).toContain(r.status);
     await waitForPassport(ps, agent.accountId);
     expect(before - (await balance(agent.accountId))).toBe(5n * HBAR);
+  });
+
+  /** Holds the named step of the next paid request until the test releases it: 202 from the API, then the hold. */
+  const paidRequestHeldAt = async (agent: (typeof ps.agents)[number], hook: 'beforeMint' | 'beforeConfirm') => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let atHook!: () => void;
+    const reached = new Promise<void>((resolve) => (atHook = resolve));
+    hooks[hook] = async () => {
+      atHook();
+      await released;
+    };
+    const waitMs = ps.state.workflowWaitMs;
+    ps.state.workflowWaitMs = 500;
+    try {
+      const r = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
+      expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([202, 'request_pending']);
+      await reached;
+    } finally {
+      ps.state.workflowWaitMs = waitMs;
+    }
+    const [{ transaction_id: paymentTransactionId }] = await ps.sql<{ transaction_id: string }[]>`select transaction_id from payments where payer = ${agent.accountId}`;
+    return {
+      paymentTransactionId,
+      release: () => {
+        hooks[hook] = undefined;
+        release();
+      },
+    };
+  };
+
+  // Found by the chaos run (2 of 1,000 agents held a passport and had their payment refunded): a pass
+  // read a request as pending, the issuance ended, and the pass refunded the payment it now found
+  // without a pending request. The refund checks the request itself, whoever asks for it.
+  it('a refund asked for a payment whose passport was issued pays nothing back: charged once, the passport kept', async () => {
+    const agent = ps.agents[3];
+    const before = await balance(agent.accountId);
+    const r = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
+    expect([200, 202], JSON.stringify(r.body)).toContain(r.status);
+    await waitForPassport(ps, agent.accountId);
+    const [{ transaction_id: paymentTransactionId }] = await ps.sql<{ transaction_id: string }[]>`select transaction_id from payments where payer = ${agent.accountId}`;
+    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('issued');
+
+    const result = await ps.t.client.workflow.execute('passportRefund', {
+      taskQueue: ps.t.taskQueue,
+      workflowId: ps.workflowId(passportRefundWorkflowId(paymentTransactionId)),
+      args: [{ paymentTransactionId, reason: 'test: a reconciler pass that read the request before it ended', timings: ps.state.timings }],
+    });
+    expect(result).toMatchObject({ status: 'released' });
+    expect((result as { reason: string }).reason).toContain('not refunded');
+    expect(before - (await balance(agent.accountId))).toBe(5n * HBAR);
+    expect(await nftsOf(agent.accountId)).toHaveLength(1);
+    expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('settled');
+    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('issued');
+  });
+
+  it('a claim refused while its workflow is on its way to the mint (an API took the workflow for gone): no passport is minted, the payment is paid back once', async () => {
+    const agent = ps.agents[4];
+    const before = await balance(agent.accountId);
+    const { paymentTransactionId, release } = await paidRequestHeldAt(agent, 'beforeConfirm');
+    try {
+      expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('settled');
+      expect(await markRequestRefused(ps.sql, paymentTransactionId, 'test: the API took the workflow for gone', 'workflow')).toBe('refused');
+    } finally {
+      release();
+    }
+    const result = await ps.t.client.workflow.getHandle(ps.workflowId(`passport:local:${agent.accountId}`)).result();
+    expect(result).toMatchObject({ status: 'refunded' });
+    // the refund is one transfer whoever makes it (this workflow, or a reconciler pass for the refused claim)
+    await eventually(() => balance(agent.accountId), (b) => b === before, 60_000, 250);
+    expect(await balance(agent.accountId)).toBe(before);
+    expect(await nftsOf(agent.accountId)).toHaveLength(0);
+    expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('refunded');
+    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('refunded');
+  });
+
+  it('a claim whose workflow already took it to the ledger is not refused: the passport is issued, charged once', async () => {
+    const agent = ps.agents[5];
+    const before = await balance(agent.accountId);
+    const { paymentTransactionId, release } = await paidRequestHeldAt(agent, 'beforeMint');
+    try {
+      expect(await markRequestRefused(ps.sql, paymentTransactionId, 'test: the API took the workflow for gone', 'workflow')).toBe('pending');
+    } finally {
+      release();
+    }
+    const result = await ps.t.client.workflow.getHandle(ps.workflowId(`passport:local:${agent.accountId}`)).result();
+    expect(result).toMatchObject({ status: 'issued' });
+    expect(await nftsOf(agent.accountId)).toHaveLength(1);
+    expect(before - (await balance(agent.accountId))).toBe(5n * HBAR);
+    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('issued');
   });
 });
