@@ -255,62 +255,45 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerSer
   }
 
   /**
-   * Runs a payout or refund of a task with the escrow key, one at a time per task (a PostgreSQL
-   * advisory lock, across workers): the write's key must be the task's own payout or refund key,
-   * and the amount may not exceed what the task holds (escrowHeld). A workflow whose input was
+   * Pays a task's payout or refund out of the escrow with the escrow key, one at a time per task (a
+   * PostgreSQL advisory lock, across workers): the write's key must be the task's own payout or refund
+   * key, and the amount may not exceed what the task holds (escrowHeld). A workflow whose input was
    * forged can thus move only what its task escrowed, once.
    */
-  async function guardedEscrowWrite<T>(taskId: string, idempotencyKey: string, step: 'payout' | 'refund', run: (check: (amount: bigint) => Promise<void>) => Promise<T>): Promise<T> {
+  async function escrowTransfer(taskId: string, idempotencyKey: string, step: 'payout' | 'refund', legs: { to: string; amountTinybars: bigint }[]): Promise<{ transactionId: string }> {
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId) || idempotencyKey !== `task:${taskId}/${step}`) {
       throw ApplicationFailure.create({ message: `escrow ${step}: ${idempotencyKey} is not the ${step} of task ${taskId}`, type: 'LedgerError.ESCROW_NOT_HELD', nonRetryable: true });
     }
-    return withTaskEscrowLock(deps.sql, taskId, () =>
-      run(async (amount) => {
-        const held = await escrowHeld(taskId, idempotencyKey);
-        if (amount > held) {
-          const why = `task ${taskId} holds ${held} tinybars in escrow; the ${step} asks ${amount}`;
-          throw new LedgerError('ESCROW_NOT_HELD', why, { phase: 'input', retryable: false, hint: why });
-        }
-      }),
+    const amount = legs.reduce((s, l) => s + l.amountTinybars, 0n);
+    const r = await withTaskEscrowLock(deps.sql, taskId, () =>
+      ledgerCall(`escrow ${step}`, () =>
+        submitter.submit({
+          idempotencyKey,
+          kind: 'hbar_transfer',
+          signers: escrowSigners,
+          build: async () => {
+            const held = await escrowHeld(taskId, idempotencyKey);
+            if (amount > held) {
+              const why = `task ${taskId} holds ${held} tinybars in escrow; the ${step} asks ${amount}`;
+              throw new LedgerError('ESCROW_NOT_HELD', why, { phase: 'input', retryable: false, hint: why });
+            }
+            return buildHbarTransfer({ from: deployment.escrow, legs, memo: `task ${taskId} ${step}` });
+          },
+        }),
+      ),
     );
+    return { transactionId: r.transactionId };
   }
 
   async function payoutEscrow(input: { idempotencyKey: string; taskId: string; claimerAccountId: string; claimerTinybars: string; feeTinybars: string }): Promise<{ transactionId: string }> {
-    const legs = [
+    return escrowTransfer(input.taskId, input.idempotencyKey, 'payout', [
       { to: input.claimerAccountId, amountTinybars: BigInt(input.claimerTinybars) },
       { to: deployment.treasury, amountTinybars: BigInt(input.feeTinybars) },
-    ];
-    const r = await guardedEscrowWrite(input.taskId, input.idempotencyKey, 'payout', (check) =>
-      ledgerCall('escrow payout', () =>
-        submitter.submit({
-          idempotencyKey: input.idempotencyKey,
-          kind: 'hbar_transfer',
-          signers: escrowSigners,
-          build: async () => {
-            await check(legs.reduce((s, l) => s + l.amountTinybars, 0n));
-            return buildHbarTransfer({ from: deployment.escrow, legs, memo: `task ${input.taskId} payout` });
-          },
-        }),
-      ),
-    );
-    return { transactionId: r.transactionId };
+    ]);
   }
 
   async function refundEscrow(input: { idempotencyKey: string; taskId: string; posterAccountId: string; amountTinybars: string }): Promise<{ transactionId: string }> {
-    const r = await guardedEscrowWrite(input.taskId, input.idempotencyKey, 'refund', (check) =>
-      ledgerCall('escrow refund', () =>
-        submitter.submit({
-          idempotencyKey: input.idempotencyKey,
-          kind: 'hbar_transfer',
-          signers: escrowSigners,
-          build: async () => {
-            await check(BigInt(input.amountTinybars));
-            return buildHbarTransfer({ from: deployment.escrow, to: input.posterAccountId, amountTinybars: input.amountTinybars, memo: `task ${input.taskId} refund` });
-          },
-        }),
-      ),
-    );
-    return { transactionId: r.transactionId };
+    return escrowTransfer(input.taskId, input.idempotencyKey, 'refund', [{ to: input.posterAccountId, amountTinybars: BigInt(input.amountTinybars) }]);
   }
 
   async function submitDirectTransfer(input: { idempotencyKey: string; signedBytes: string } & Partial<DirectPaymentFacts>): Promise<{ transactionId: string }> {

@@ -208,15 +208,14 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     failedStep: 'workflow start' | 'workflow',
   ): Promise<RefundOutcome | 'running' | 'done' | 'unfinished'> => {
     const run = await latestWorkflowRun(ctx, workflowId);
-    const running = run?.running ?? null;
-    if (running) return 'running';
-    if (running === null) {
+    if (!run) {
       throw new ApiError('service_unavailable', 'The workflow service is unavailable', {
         hint: `Retry the same request with the same PAYMENT-SIGNATURE after 30 seconds; your payment ${paymentTransactionId} is kept for it`,
       });
     }
+    if (run.running) return 'running';
     if (await requestLedgerWritesStarted(sql, workflowId, paymentTransactionId)) return 'unfinished';
-    const status = await markRequestRefused(sql, paymentTransactionId, reason, failedStep, run?.runId ?? null);
+    const status = await markRequestRefused(sql, paymentTransactionId, reason, failedStep, run.runId);
     if (status === 'issued' || status === 'upgraded') return 'done';
     // a run other than the one seen ended took the claim to the ledger (beginRequestLedgerWrites): finish it, never refund
     if (status === 'pending') return 'unfinished';

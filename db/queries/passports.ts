@@ -459,10 +459,10 @@ export async function markRequestRefused(
 export async function beginRequestLedgerWrites(sql: Sql, paymentTransactionId: string, runId: string): Promise<string | null> {
   const marked = await sql<{ status: string }[]>`
     with i as (
-      update passport_issuances set ledger_writes_at = now(), ledger_writes_run_id = ${runId}
+      update passport_issuances set ledger_writes_run_id = ${runId}
        where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
     ), u as (
-      update passport_upgrades set ledger_writes_at = now(), ledger_writes_run_id = ${runId}
+      update passport_upgrades set ledger_writes_run_id = ${runId}
        where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
     )
     select status from i union all select status from u`;

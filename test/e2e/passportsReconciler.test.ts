@@ -24,6 +24,11 @@ describe('the payment reconciler settles every payment without an outcome after 
   let ps: PassportStack;
   let scheduleId: string;
   const hooks: { beforeMint?: () => Promise<void>; beforeConfirm?: () => Promise<void> } = {};
+  /** the one payment the agent made (each test's agent buys once) */
+  const paymentOf = async (accountId: string): Promise<string> => {
+    const [row] = await ps.sql<{ transaction_id: string }[]>`select transaction_id from payments where payer = ${accountId}`;
+    return row.transaction_id;
+  };
   const balance = async (accountId: string) => (await ps.stack.ledger.mirror.getHbarBalance(accountId))!;
   const nftsOf = (accountId: string) => ps.stack.ledger.mirror.getAccountNfts(accountId, { tokenId: ps.stack.deployment.passportTokenId });
   const auditOf = async (paymentTransactionId: string) =>
@@ -121,7 +126,7 @@ describe('the payment reconciler settles every payment without an outcome after 
       const r = await paidPost(ps, agent, '/passport/request', { tier: 'silver' });
       expect([r.status, r.body.code], JSON.stringify(r.body)).toEqual([202, 'request_pending']);
       await reached;
-      [{ transaction_id: paymentTransactionId }] = await ps.sql`select transaction_id from payments where payer = ${agent.accountId}`;
+      paymentTransactionId = await paymentOf(agent.accountId);
       expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('settled');
       await passWith(paymentTransactionId, 'running');
       await ps.t.client.workflow.getHandle(ps.workflowId(`passport:local:${agent.accountId}`)).terminate('test: the run is lost');
@@ -194,7 +199,7 @@ describe('the payment reconciler settles every payment without an outcome after 
     } finally {
       ps.state.workflowWaitMs = waitMs;
     }
-    const [{ transaction_id: paymentTransactionId }] = await ps.sql<{ transaction_id: string }[]>`select transaction_id from payments where payer = ${agent.accountId}`;
+    const paymentTransactionId = await paymentOf(agent.accountId);
     return {
       paymentTransactionId,
       release: () => {
@@ -213,7 +218,7 @@ describe('the payment reconciler settles every payment without an outcome after 
     const r = await paidPost(ps, agent, '/passport/request', { tier: 'bronze' });
     expect([200, 202], JSON.stringify(r.body)).toContain(r.status);
     await waitForPassport(ps, agent.accountId);
-    const [{ transaction_id: paymentTransactionId }] = await ps.sql<{ transaction_id: string }[]>`select transaction_id from payments where payer = ${agent.accountId}`;
+    const paymentTransactionId = await paymentOf(agent.accountId);
     expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('issued');
 
     const result = await ps.t.client.workflow.execute('passportRefund', {
