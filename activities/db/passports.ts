@@ -1,9 +1,10 @@
 /** Database activities of the passport workflows: the projection the API reads (thin over db/queries). */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Sql } from 'postgres';
 import { findPaymentByTransactionId } from '../../db/queries/payments.js';
 import { beginRequestLedgerWrites, markPassportRevoked, markRequestFailed, recordIssuedPassport, recordUpgradedPassport, type NewPassport, type RequestFailedStep } from '../../db/queries/passports.js';
 import { normalizePayer } from '../../ledger/x402/ids.js';
+import { callerRunId } from '../callerRun.js';
 
 export function createPassportDbActivities(deps: { sql: Sql }) {
   const { sql } = deps;
@@ -30,7 +31,7 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
     // the last step before the mint (or the metadata update): the claim is taken to the ledger here,
     // unless it was refused meanwhile (an API that took the workflow for gone), whose refund is then
     // owed instead of a passport: never both (db/migrations/0055)
-    const claim = await beginRequestLedgerWrites(sql, input.paymentTransactionId, Context.current().info.workflowExecution?.runId ?? 'outside a workflow');
+    const claim = await beginRequestLedgerWrites(sql, input.paymentTransactionId, callerRunId());
     if (claim === 'refused' || claim === 'refunded' || claim === 'failed') {
       throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId}: its request is ${claim}, so nothing is issued for it`, type: 'RequestNotPending', nonRetryable: true });
     }
@@ -56,7 +57,7 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
    * again. Idempotent.
    */
   async function releaseClaim(input: { paymentTransactionId: string; reason: string; failedStep?: RequestFailedStep }): Promise<{ released: boolean }> {
-    return { released: await markRequestFailed(sql, input.paymentTransactionId, input.reason.slice(0, 500), input.failedStep) };
+    return { released: await markRequestFailed(sql, input.paymentTransactionId, input.reason.slice(0, 500), input.failedStep, callerRunId()) };
   }
 
   return { confirmSettlement, recordPassport, recordUpgrade, markRevoked, releaseClaim };

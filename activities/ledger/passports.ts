@@ -23,7 +23,8 @@ import {
   buildWipeNft,
 } from '../../ledger/operations.js';
 import { findPaymentByTransactionId, markPaymentFailedIfVerified, markPaymentRefunded } from '../../db/queries/payments.js';
-import { markRequestRefunded, requestStatusOfPayment, type RequestFailedStep } from '../../db/queries/passports.js';
+import { markRequestRefunded, requestClaimOfPayment, type RequestFailedStep } from '../../db/queries/passports.js';
+import { callerRunId } from '../callerRun.js';
 import { recordAuditEvents } from '../../db/queries/auditEvents.js';
 import { parseAuditMessage } from '../../domain/auditEvents.js';
 import type { AuditMessage } from '../../workflows/contracts/passport.js';
@@ -200,11 +201,16 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerS
     if (payment.status === 'failed') {
       throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} was never settled (failed)`, type: 'PaymentNotSettled', nonRetryable: true });
     }
-    // whoever asked (a reconciler pass that read the request a moment earlier, an API): a payment
-    // whose request delivered its passport or upgrade is never paid back as well
-    const request = await requestStatusOfPayment(deps.sql, input.paymentTransactionId);
-    if (request === 'issued' || request === 'upgraded') {
-      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} bought its request (${request}): not refunded`, type: 'PaymentHasOutcome', nonRetryable: true });
+    // whoever asked (a reconciler pass that read the request a moment earlier, an API, a workflow
+    // started straight in Temporal): a payment whose request delivered its passport or upgrade is
+    // never paid back as well, nor one whose claim another run took to the ledger (it may be minting;
+    // that run refunds it itself if it fails)
+    const claim = await requestClaimOfPayment(deps.sql, input.paymentTransactionId);
+    if (claim?.status === 'issued' || claim?.status === 'upgraded') {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} bought its request (${claim.status}): not refunded`, type: 'PaymentHasOutcome', nonRetryable: true });
+    }
+    if (claim?.status === 'pending' && claim.ledgerWritesRunId !== null && claim.ledgerWritesRunId !== callerRunId()) {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId}: its request is being finished by another workflow run: not refunded`, type: 'PaymentClaimInFlight', nonRetryable: true });
     }
     if (payment.status === 'verified') await requireSettledOnLedger(input.paymentTransactionId, payment.valid_until);
     const r = await ledgerCall('refund', () =>

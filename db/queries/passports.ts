@@ -445,7 +445,7 @@ export async function markRequestRefused(
     )
     select status from i union all select status from u`;
   // a separate statement: its snapshot sees the write a concurrent update waited for
-  return refused[0]?.status ?? requestStatusOfPayment(sql, paymentTransactionId);
+  return refused[0]?.status ?? (await requestClaimOfPayment(sql, paymentTransactionId))?.status ?? null;
 }
 
 /**
@@ -466,28 +466,34 @@ export async function beginRequestLedgerWrites(sql: Sql, paymentTransactionId: s
        where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
     )
     select status from i union all select status from u`;
-  return marked[0]?.status ?? requestStatusOfPayment(sql, paymentTransactionId);
+  return marked[0]?.status ?? (await requestClaimOfPayment(sql, paymentTransactionId))?.status ?? null;
 }
 
-/** The status of the request a payment paid for (issuance or upgrade), or null when none claims it. */
-export async function requestStatusOfPayment(sql: Sql, paymentTransactionId: string): Promise<string | null> {
-  const rows = await sql<{ status: string }[]>`
-    select status from passport_issuances where payment_transaction_id = ${paymentTransactionId}
-    union all select status from passport_upgrades where payment_transaction_id = ${paymentTransactionId}`;
-  return rows[0]?.status ?? null;
+/**
+ * The claim of the request a payment paid for (issuance or upgrade): its status and the workflow run
+ * that took it to the ledger (beginRequestLedgerWrites), or null when no request claims the payment.
+ */
+export async function requestClaimOfPayment(sql: Sql, paymentTransactionId: string): Promise<{ status: string; ledgerWritesRunId: string | null } | null> {
+  const rows = await sql<{ status: string; ledger_writes_run_id: string | null }[]>`
+    select status, ledger_writes_run_id from passport_issuances where payment_transaction_id = ${paymentTransactionId}
+    union all select status, ledger_writes_run_id from passport_upgrades where payment_transaction_id = ${paymentTransactionId}`;
+  return rows[0] ? { status: rows[0].status, ledgerWritesRunId: rows[0].ledger_writes_run_id } : null;
 }
 
 /**
  * Releases a pending (or refused, refund owed) request whose payment could not be confirmed settled
  * (nothing to refund): the wallet or passport is free for a new request. Returns whether a row changed.
  */
-export async function markRequestFailed(sql: Sql, paymentTransactionId: string, error: string, failedStep?: RequestFailedStep): Promise<boolean> {
+export async function markRequestFailed(sql: Sql, paymentTransactionId: string, error: string, failedStep: RequestFailedStep | undefined, callerRunId: string): Promise<boolean> {
+  // a pending claim another workflow run took to the ledger is that run's to end (it may be minting)
   const a = await sql`
     update passport_issuances set status = 'failed', error = ${error}, failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused') returning 1`;
+     where payment_transaction_id = ${paymentTransactionId}
+       and (status = 'refused' or (status = 'pending' and (ledger_writes_run_id is null or ledger_writes_run_id = ${callerRunId}))) returning 1`;
   const b = await sql`
     update passport_upgrades set status = 'failed', error = ${error}, failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused') returning 1`;
+     where payment_transaction_id = ${paymentTransactionId}
+       and (status = 'refused' or (status = 'pending' and (ledger_writes_run_id is null or ledger_writes_run_id = ${callerRunId}))) returning 1`;
   return a.length + b.length > 0;
 }
 

@@ -24,9 +24,9 @@ describe('the payment reconciler settles every payment without an outcome after 
   let ps: PassportStack;
   let scheduleId: string;
   const hooks: { beforeMint?: () => Promise<void>; beforeConfirm?: () => Promise<void> } = {};
-  /** the one payment the agent made (each test's agent buys once) */
+  /** the agent's latest payment */
   const paymentOf = async (accountId: string): Promise<string> => {
-    const [row] = await ps.sql<{ transaction_id: string }[]>`select transaction_id from payments where payer = ${accountId}`;
+    const [row] = await ps.sql<{ transaction_id: string }[]>`select transaction_id from payments where payer = ${accountId} order by created_at desc limit 1`;
     return row.transaction_id;
   };
   const balance = async (accountId: string) => (await ps.stack.ledger.mirror.getHbarBalance(accountId))!;
@@ -268,5 +268,28 @@ describe('the payment reconciler settles every payment without an outcome after 
     expect(await nftsOf(agent.accountId)).toHaveLength(1);
     expect(before - (await balance(agent.accountId))).toBe(5n * HBAR);
     expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('issued');
+  });
+
+  it('a refund (or release) asked while another run is on its way to the mint, e.g. a workflow started straight in Temporal, pays nothing back and leaves the claim to that run: the passport is issued, charged once', async () => {
+    const agent = ps.agents[4]; // its first claim was refused and refunded above: the wallet buys again
+    const before = await balance(agent.accountId);
+    const { paymentTransactionId, release } = await paidRequestHeldAt(agent, 'beforeMint');
+    try {
+      const result = await ps.t.client.workflow.execute('passportRefund', {
+        taskQueue: ps.t.taskQueue,
+        workflowId: ps.workflowId(passportRefundWorkflowId(paymentTransactionId)),
+        args: [{ paymentTransactionId, reason: 'test: a refund started by someone who reached Temporal', timings: ps.state.timings }],
+      });
+      expect(result).toMatchObject({ status: 'released' });
+      expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('pending');
+    } finally {
+      release();
+    }
+    const result = await ps.t.client.workflow.getHandle(ps.workflowId(`passport:local:${agent.accountId}`)).result();
+    expect(result).toMatchObject({ status: 'issued' });
+    expect(await nftsOf(agent.accountId)).toHaveLength(1);
+    expect(before - (await balance(agent.accountId))).toBe(5n * HBAR);
+    expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('issued');
+    expect((await findPaymentByTransactionId(ps.sql, paymentTransactionId))?.status).toBe('settled');
   });
 });
