@@ -70,7 +70,8 @@ describe('registry keys (PostgreSQL, Temporal)', () => {
     [ownerAgent, stranger] = stack.localnet.config.accounts;
     owner = ownerAgent.did;
     app = await buildTestApp(
-      { ...stack.env, RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7', TEMPORAL_TASK_QUEUE: t.taskQueue },
+      // one owner signs every sponsored registration here: its own daily cap is out of the way (tested on its own below)
+      { ...stack.env, RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7', SPONSORED_DAILY_PER_OWNER: '100', TEMPORAL_TASK_QUEUE: t.taskQueue },
       { sql, ledger: stack.ledger, temporal: async () => t.client, now: () => clock },
     );
   });
@@ -218,6 +219,36 @@ describe('registry keys (PostgreSQL, Temporal)', () => {
       expect(await sponsoredUsed(sql, '2031-05-01')).toBe(7);
     } finally {
       clock = start;
+    }
+  });
+
+  it('one owner takes at most SPONSORED_DAILY_PER_OWNER of the day under 20 concurrent registrations; the rest of the pool stays for other owners (issue 26 item 8)', async () => {
+    const capped = await buildTestApp(
+      { ...stack.env, RATE_LIMIT_MAX: '100000', SPONSORED_DAILY_BUDGET: '7', SPONSORED_DAILY_PER_OWNER: '2', TEMPORAL_TASK_QUEUE: t.taskQueue },
+      { sql, ledger: stack.ledger, temporal: async () => t.client, now: () => clock },
+    );
+    const start = clock;
+    try {
+      clock = new Date('2031-08-01T23:59:58.500Z');
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => sponsored(capped, `one-owner-${i}`)));
+      expect(results.filter((r) => r.status === 200)).toHaveLength(2);
+      for (const r of results.filter((x) => x.status !== 200)) {
+        expect([r.status, r.body.code]).toEqual([429, 'sponsored_quota_exceeded']);
+        expect(r.body.error).toContain(owner);
+        expect(r.headers['retry-after']).toBe('2'); // until UTC midnight
+      }
+      expect(await sponsoredUsed(sql, '2031-08-01')).toBe(2);
+      // another owner still finds the pool
+      const other = await register(capped, { name: 'another-owner', owner: stranger.did }, freshIp(), await signedHeaders(capped, stranger));
+      expect(other.status, JSON.stringify(other.body)).toBe(200);
+      expect(other.body).toMatchObject({ owner: stranger.did, sponsored: true });
+      expect(await sponsoredUsed(sql, '2031-08-01')).toBe(3);
+      // the owner's day ends at UTC midnight
+      clock = new Date('2031-08-02T00:00:00.500Z');
+      expect((await sponsored(capped, 'next-day')).status).toBe(200);
+    } finally {
+      clock = start;
+      await capped.close();
     }
   });
 

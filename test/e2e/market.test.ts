@@ -392,6 +392,32 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     expect((await signed(`/market/tasks/${task.taskId}/cancel`, poster, { posterDid: poster.did })).status).toBe(200);
   }, 120_000);
 
+  it('an unfunded escrow schedule lapses at its expiry instead of being renewed: one ScheduleCreate per unfunded task (issue 26 item 8)', async () => {
+    const state = ps.app.market;
+    // the default renewals (none given): before issue 26, as many as the 24 h funding window holds
+    state.taskTimings = { scheduleLifetimeMs: 8_000, renewLeadMs: 4_000, retryInitialMs: 200, retryMaximumMs: 1_000 };
+    let task: Json;
+    try {
+      task = await postTask({ priceHbar: 1 });
+    } finally {
+      state.taskTimings = undefined;
+    }
+    expect(task.escrowStatus).toBe('scheduled');
+    const lapsed = await waitTask(task.taskId, (t) => t.escrowStatus !== 'scheduled' || t.scheduleId !== task.scheduleId, 'the lapse');
+    expect(lapsed).toMatchObject({ status: 'posted', escrowStatus: 'expired', scheduleId: task.scheduleId });
+    expect((await messagesOf(task.taskId)).map((m) => m.type)).toEqual(['task.posted', 'task.expired']);
+    const creates = await ps.sql<{ count: number }[]>`
+      select count(*)::int as count from ledger_submissions where idempotency_key like ${`${taskWorkflowId(task.taskId)}/%`} and kind = 'schedule_create'`;
+    expect(creates[0]!.count).toBe(1);
+    // the poster can still fund it: raising the reward makes a fresh schedule (MARKET_REWARD_INCREASES_MAX per task)
+    const up = await signed(`/market/tasks/${task.taskId}/increase-reward`, poster, { posterDid: poster.did, newPriceHbar: 1.25 });
+    expect(up.status, JSON.stringify(up.body)).toBe(200);
+    expect(up.body).toMatchObject({ escrowStatus: 'scheduled' });
+    expect(up.body.scheduleId).not.toBe(task.scheduleId);
+    expect((await signed(`/market/tasks/${task.taskId}/cancel`, poster, { posterDid: poster.did })).status).toBe(200);
+    await recordFixture(ps, taskWorkflowId(task.taskId), 'taskLifecycle-unfunded-lapsed');
+  }, 120_000);
+
   it('at the deadline an unfinished funded task is cancelled and the poster refunded', async () => {
     const before = await balances();
     const deadline = new Date(Date.now() + 6_000).toISOString();

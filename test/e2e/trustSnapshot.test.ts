@@ -396,6 +396,41 @@ describe('GET /api/trust/{domain} (loopback sites, DNS server, PostgreSQL)', () 
     }
   });
 
+  it("names that do not resolve take no place of their site's hourly quota: made-up subdomains cannot block a real site's scans (issue 26 item 8)", async () => {
+    const parent = `resolving-${run}.test`;
+    const real = `www.${parent}`;
+    const site = await startTestSite();
+    try {
+      dns.setA(real, ['127.0.0.1']);
+      const limited = await buildTestApp(
+        { ...env(), TRUST_FETCH_ORIGINS: `${real}=${site.origin}`, TRUST_SCANS_DAILY_PER_IP: '2', TRUST_SCANS_HOURLY_PER_SITE: '2' },
+        { sql },
+      );
+      try {
+        // six made-up subdomains of the site, each from its own address: none resolves, none takes a place of the site's 2
+        const statuses: number[] = [];
+        for (let i = 0; i < 6; i++) statuses.push((await limited.inject({ url: `/api/trust/x${i}.${parent}`, remoteAddress: `10.12.${i}.1` })).statusCode);
+        expect(statuses).toEqual([404, 404, 404, 404, 404, 404]);
+        // the real site is scanned (once, 12 fetches)
+        const r = await limited.inject({ url: `/api/trust/${real}`, remoteAddress: '10.12.99.1' });
+        expect(r.statusCode, r.body).toBe(200);
+        expect(site.requests()).toBe(PROBE_IDS.length);
+        // a lookup is still the caller's to pay: names that do not resolve count against the address's own daily quota,
+        // and a refused caller's next name is not even looked up
+        const from = '10.12.100.1';
+        expect((await limited.inject({ url: `/api/trust/y0.${parent}`, remoteAddress: from })).statusCode).toBe(404);
+        expect((await limited.inject({ url: `/api/trust/y1.${parent}`, remoteAddress: from })).statusCode).toBe(404);
+        const over = await limited.inject({ url: `/api/trust/y2.${parent}`, remoteAddress: from });
+        expect([over.statusCode, over.json().code]).toEqual([429, 'trust_quota_exceeded']);
+        expect(dns.queries(`y2.${parent}`)).toBe(0);
+      } finally {
+        await limited.close();
+      }
+    } finally {
+      await site.close();
+    }
+  });
+
   it('400 trust_domain_invalid for IP literals in every form, ports and non-domains', async () => {
     for (const bad of ['127.0.0.1', '169.254.169.254', '2852039166', '0xA9FEA9FE', '0251.0376.0251.0376', '[::1]', '[::ffff:169.254.169.254]', `${D.verify}:443`, 'localhost', 'a_b.example', `${'a'.repeat(64)}.example`]) {
       const r = await get(app, `/api/trust/${encodeURIComponent(bad)}`);

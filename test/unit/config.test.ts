@@ -62,6 +62,8 @@ describe('config', () => {
       OAUTH_SIGNING_KEY_ID: 'oauth-1',
       ESCROW_PRIVATE_KEY: '302e020100300506032b657004220420a1c5e9d0f4b6c3a2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8',
     };
+    /** the API's part (issue 26 item 9): no key to the money */
+    const { HEDERA_OPERATOR_KEY: _operatorKey, ESCROW_PRIVATE_KEY: _escrowKey, ...fullApi } = full;
 
     const problemsOf = (env: Record<string, string>, role: 'api' | 'worker' = 'api') => {
       try {
@@ -75,14 +77,14 @@ describe('config', () => {
 
     it('the API refuses to start without each required variable, one line per missing variable', () => {
       const problems = problemsOf({ NODE_ENV: 'production' });
-      for (const name of ['PUBLIC_BASE_URL', 'ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TEMPORAL_ADDRESS']) {
+      for (const name of ['PUBLIC_BASE_URL', 'ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'HEDERA_OPERATOR_ID', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TEMPORAL_ADDRESS']) {
         expect(problems.filter((p) => p.startsWith(`${name}:`))).toHaveLength(1);
       }
       expect(problems).toHaveLength(PRODUCTION_REQUIRED.api.length);
     });
 
     it('names exactly the one that is missing, and also reports malformed variables in the same go', () => {
-      const { ADMIN_TOKEN_SHA256: _omit, ...rest } = full;
+      const { ADMIN_TOKEN_SHA256: _omit, ...rest } = fullApi;
       expect(problemsOf(rest)).toEqual(['ADMIN_TOKEN_SHA256: missing (required when NODE_ENV=production)']);
       const both = problemsOf({ ...rest, PORT: 'eighty' });
       expect(both).toHaveLength(2);
@@ -92,24 +94,39 @@ describe('config', () => {
 
     it('refuses TRUST_PROXY=true (any X-Forwarded-For believed), for the API and the worker alike; proxy addresses start', () => {
       for (const role of ['api', 'worker'] as const) {
-        expect(problemsOf({ ...full, TRUST_PROXY: 'true' }, role)).toEqual([expect.stringMatching(/^TRUST_PROXY: true trusts any X-Forwarded-For/)]);
+        expect(problemsOf({ ...(role === 'api' ? fullApi : full), TRUST_PROXY: 'true' }, role)).toEqual([expect.stringMatching(/^TRUST_PROXY: true trusts any X-Forwarded-For/)]);
       }
-      expect(problemsOf({ ...full, TRUST_PROXY: 'yes' })).toHaveLength(1);
-      expect(loadConfig({ ...full, TRUST_PROXY: '10.0.0.0/8' }, { role: 'api' }).TRUST_PROXY).toEqual(['10.0.0.0/8']);
+      expect(problemsOf({ ...fullApi, TRUST_PROXY: 'yes' })).toHaveLength(1);
+      expect(loadConfig({ ...fullApi, TRUST_PROXY: '10.0.0.0/8' }, { role: 'api' }).TRUST_PROXY).toEqual(['10.0.0.0/8']);
       expect(() => loadConfig({ NODE_ENV: 'production', TRUST_PROXY: 'true' })).toThrow(/TRUST_PROXY/);
     });
 
     it('starts with everything set; the worker does not need the admin token or the facilitator', () => {
-      expect(loadConfig(full, { role: 'api' }).NODE_ENV).toBe('production');
+      expect(loadConfig(fullApi, { role: 'api' }).NODE_ENV).toBe('production');
       const { ADMIN_TOKEN_SHA256: _a, FACILITATOR_URL: _f, ...worker } = full;
       expect(problemsOf(worker, 'worker')).toEqual([]);
-      expect(problemsOf(worker, 'api')).toHaveLength(2);
+      const { ADMIN_TOKEN_SHA256: _a2, FACILITATOR_URL: _f2, ...api } = fullApi;
+      expect(problemsOf(api, 'api')).toHaveLength(2);
     });
 
     it('the worker refuses to start without the escrow key (it signs escrow payouts and refunds); the API does not need it', () => {
       const { ESCROW_PRIVATE_KEY: _e, ...rest } = full;
       expect(problemsOf(rest, 'worker')).toEqual(['ESCROW_PRIVATE_KEY: missing (required when NODE_ENV=production)']);
-      expect(problemsOf(rest, 'api')).toEqual([]);
+      expect(problemsOf(fullApi, 'api')).toEqual([]);
+    });
+
+    it('the API holds no key to the money (issue 26 item 9): it starts without the operator key and refuses the operator and escrow keys', () => {
+      expect(PRODUCTION_REQUIRED.api).not.toContain('HEDERA_OPERATOR_KEY');
+      expect(PRODUCTION_REQUIRED.worker).toEqual(expect.arrayContaining(['HEDERA_OPERATOR_KEY', 'ESCROW_PRIVATE_KEY']));
+      expect(problemsOf(fullApi, 'api')).toEqual([]);
+      expect(problemsOf({ ...fullApi, HEDERA_OPERATOR_KEY: full.HEDERA_OPERATOR_KEY }, 'api')).toEqual([expect.stringMatching(/^HEDERA_OPERATOR_KEY: .*worker/)]);
+      expect(problemsOf({ ...fullApi, ESCROW_PRIVATE_KEY: full.ESCROW_PRIVATE_KEY }, 'api')).toEqual([expect.stringMatching(/^ESCROW_PRIVATE_KEY: .*worker/)]);
+      expect(problemsOf(full, 'api')).toHaveLength(2);
+      // no refusal outside production, nor for the worker, which signs
+      expect(problemsOf(full, 'worker')).toEqual([]);
+      expect(() => loadConfig({ NODE_ENV: 'development', HEDERA_OPERATOR_KEY: full.HEDERA_OPERATOR_KEY }, { role: 'api' })).not.toThrow();
+      // the key is never echoed in the refusal
+      expect(problemsOf(full, 'api').join('\n')).not.toContain(full.HEDERA_OPERATOR_KEY);
     });
 
     it('development and scripts without a role need none of them', () => {

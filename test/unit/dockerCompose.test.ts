@@ -15,7 +15,8 @@ import { loadConfig, PRODUCTION_REQUIRED, type ConfigRole } from '../../config/i
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const text = fs.readFileSync(path.join(root, 'docker-compose.yml'), 'utf8');
 
-type Service = { environment?: Record<string, string | number | boolean>; networks?: Record<string, { ipv4_address?: string }> };
+type Mount = string | { type?: string; source: string; target: string; read_only?: boolean };
+type Service = { environment?: Record<string, string | number | boolean>; networks?: Record<string, { ipv4_address?: string }>; volumes?: Mount[] };
 
 /** compose's interpolation of the forms the file uses: ${X}, ${X:-default}, ${X:?message}, $$ */
 function interpolate(value: string, env: Record<string, string>): string {
@@ -85,10 +86,42 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('gives the escrow key to the workers only', () => {
-    for (const [name, s] of Object.entries(services)) {
-      const has = Object.keys(s.environment ?? {}).includes('ESCROW_PRIVATE_KEY');
-      expect(has, name).toBe(name.startsWith('worker-'));
+  it('gives the escrow key and the operator key to the workers only (issue 26 item 9)', () => {
+    for (const key of ['ESCROW_PRIVATE_KEY', 'HEDERA_OPERATOR_KEY']) {
+      for (const [name, s] of Object.entries(services)) {
+        const has = Object.keys(s.environment ?? {}).includes(key);
+        expect(has, `${name} ${key}`).toBe(name.startsWith('worker-'));
+      }
     }
+  });
+
+  it('mounts no part of .data into the APIs (the escrow key file lives there); the deployment file alone, read-only', () => {
+    for (const name of byRole.api) {
+      const volumes = services[name]!.volumes ?? [];
+      expect(volumes.length, name).toBeGreaterThan(0);
+      for (const v of volumes) {
+        const mount = typeof v === 'string' ? { source: v.split(':')[0]!, target: v.split(':')[1]!, read_only: v.endsWith(':ro') } : v;
+        // a bind of one file, read-only: never the directory (.data, ./.data, /app/.data, ...)
+        expect(mount.source.replace(/\/+$/, ''), name).not.toMatch(/(^|\/)\.data$/);
+        expect(mount.source, name).toMatch(/\.json\}?$/);
+        expect(mount.read_only, name).toBe(true);
+        expect(mount.target, name).toBe(services[name]!.environment!.LOCALNET_CONFIG_PATH);
+      }
+    }
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = fs.readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  const lines = dockerfile.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const finalStage = lines.slice(lines.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true));
+
+  it('runs the image as a non-root user (issue 26 item 9)', () => {
+    const users = finalStage.filter((l) => /^USER\s/i.test(l)).map((l) => l.split(/\s+/)[1]!);
+    expect(users.length).toBeGreaterThan(0);
+    expect(users.at(-1)).not.toMatch(/^(root|0)(:|$)/);
+    // the USER comes after every step that writes to the image
+    const last = finalStage.map((l) => /^USER\s/i.test(l)).lastIndexOf(true);
+    expect(finalStage.slice(last).filter((l) => /^(RUN|COPY|ADD)\s/i.test(l))).toEqual([]);
   });
 });
