@@ -170,6 +170,8 @@ export const configSchema = z.object({
   /** POST /contact messages per address per rolling hour */
   CONTACT_HOURLY_CAP_PER_IP: z.coerce.number().int().positive().default(5),
   SPONSORED_DAILY_BUDGET: z.coerce.number().int().min(0).default(100),
+  /** sponsored registrations one owner DID may take of the day's budget (UTC day) */
+  SPONSORED_DAILY_PER_OWNER: z.coerce.number().int().min(0).default(5),
   /** the keyed free tier: requests per window counted against a valid registry key (or its OAuth token) instead of the IP */
   REGISTRY_KEY_RATE_LIMIT_MAX: z.coerce.number().int().positive().default(300),
   REGISTRY_KEY_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().positive().default(60_000),
@@ -217,13 +219,23 @@ export type ConfigRole = 'api' | 'worker';
  * Variables a production process refuses to start without (NODE_ENV=production), so it never
  * comes up with routes missing or the codec open: the public base URL (the origin sign-in challenges
  * name and signatures are checked against; a Host header is the client's own claim), the admin token digest, the payload key, the
- * database, the Temporal cluster, the trust snapshot signing key (api) and the ledger (operator,
- * mirror, facilitator; the escrow key for the worker, which signs escrow payouts; the deployment
- * file at LOCALNET_CONFIG_PATH is checked at start-up by ledger/deployment.ts).
+ * database, the Temporal cluster, the trust snapshot signing key (api) and the ledger (operator
+ * account, mirror, facilitator; the operator and escrow keys for the worker only, which signs every
+ * ledger write; the deployment file at LOCALNET_CONFIG_PATH is checked at start-up by ledger/deployment.ts).
  */
 export const PRODUCTION_REQUIRED: Record<ConfigRole, readonly (keyof Config)[]> = {
-  api: ['PUBLIC_BASE_URL', 'ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TRUST_SIGNING_KEY', 'TRUST_SIGNING_KEY_ID', 'OAUTH_SIGNING_KEY', 'OAUTH_SIGNING_KEY_ID'],
+  api: ['PUBLIC_BASE_URL', 'ADMIN_TOKEN_SHA256', 'PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_MIRROR_URL', 'FACILITATOR_URL', 'TRUST_SIGNING_KEY', 'TRUST_SIGNING_KEY_ID', 'OAUTH_SIGNING_KEY', 'OAUTH_SIGNING_KEY_ID'],
   worker: ['PAYLOAD_CODEC_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'HEDERA_OPERATOR_ID', 'HEDERA_OPERATOR_KEY', 'HEDERA_MIRROR_URL', 'ESCROW_PRIVATE_KEY'],
+};
+
+/**
+ * Keys a production process of the role refuses to hold (issue 26 item 9): the API signs nothing with
+ * the service's accounts (the worker signs every ledger write, the operator-paid /a2a/send included),
+ * so an API that is broken into holds no key to the money.
+ */
+export const PRODUCTION_REFUSED: Record<ConfigRole, readonly (keyof Config)[]> = {
+  api: ['HEDERA_OPERATOR_KEY', 'ESCROW_PRIVATE_KEY'],
+  worker: [],
 };
 
 export class ConfigError extends Error {
@@ -247,6 +259,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     opts.role && cleaned.NODE_ENV === 'production'
       ? PRODUCTION_REQUIRED[opts.role].filter((name) => cleaned[name] === undefined).map((name) => `${name}: missing (required when NODE_ENV=production)`)
       : [];
+  if (opts.role && cleaned.NODE_ENV === 'production') {
+    for (const name of PRODUCTION_REFUSED[opts.role].filter((n) => cleaned[n] !== undefined)) {
+      missing.push(`${name}: refused for the ${opts.role} when NODE_ENV=production (only the worker signs ledger writes); give it to the worker alone`);
+    }
+  }
   // X-Forwarded-For from anyone would let every client pick the address its limits are counted by.
   if (cleaned.NODE_ENV === 'production' && parsed.success && parsed.data.TRUST_PROXY === true) {
     missing.push('TRUST_PROXY: true trusts any X-Forwarded-For, which is refused when NODE_ENV=production; give the addresses or CIDR ranges of the proxies in front of the API');

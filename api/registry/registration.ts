@@ -6,7 +6,9 @@
  * 32 random bytes make the key (apk_ + 43 base64url characters); only its sha256 is stored. Caps,
  * counted in the registration's own transaction (db/queries/registryKeys.ts): REGISTER_DAILY_CAP_PER_IP
  * per address per rolling 24 h (429 register_rate_limited, Retry-After until a place frees), and with
- * an owner the day's sponsored budget (429 sponsored_quota_exceeded, Retry-After until UTC midnight).
+ * an owner the owner's part of the day's sponsored budget (SPONSORED_DAILY_PER_OWNER) and the day's
+ * budget itself (SPONSORED_DAILY_BUDGET), either full a 429 sponsored_quota_exceeded with Retry-After
+ * until UTC midnight.
  * A sponsored registration starts the sponsoredRegistration workflow, which writes its
  * registry.sponsored record to the directory topic, paid by the operator; if the workflow cannot be
  * started the registration is withdrawn (its places given back) and the error is answered. The key
@@ -53,6 +55,7 @@ export function registryRegistrations(ctx: AppContext, settings: WorkflowSetting
       now: at,
       ipCap: ctx.config.REGISTER_DAILY_CAP_PER_IP,
       sponsoredBudget: ctx.config.SPONSORED_DAILY_BUDGET,
+      sponsoredPerOwner: ctx.config.SPONSORED_DAILY_PER_OWNER,
     });
     if (!outcome.ok) {
       if (outcome.refused === 'ip_cap') {
@@ -64,7 +67,11 @@ export function registryRegistrations(ctx: AppContext, settings: WorkflowSetting
       }
       const reset = nextUtcMidnight(at);
       const seconds = retryAfterSeconds(at, reset);
-      throw new ApiError('sponsored_quota_exceeded', `Today's sponsored registrations (${ctx.config.SPONSORED_DAILY_BUDGET}) are used up`, {
+      const what =
+        outcome.refused === 'sponsored_owner_cap'
+          ? `${owner} has taken its ${ctx.config.SPONSORED_DAILY_PER_OWNER} sponsored registrations of today`
+          : `Today's sponsored registrations (${ctx.config.SPONSORED_DAILY_BUDGET}) are used up`;
+      throw new ApiError('sponsored_quota_exceeded', what, {
         hint: `Retry after ${reset.toISOString()} (UTC midnight) or register without owner`,
         headers: { 'retry-after': String(seconds) },
       });

@@ -6,9 +6,11 @@
  * trace and two concurrent ones can never both take the last place:
  *  - per IP: a transaction-scoped advisory lock on the address digest serialises the registrations
  *    of one address; they count that address's rows of the last 24 h before inserting;
- *  - sponsored budget: one place of the day's quota (db/queries/quotas.ts, scope registry.sponsored,
- *    one window per UTC day) taken with its conditional upsert in the same transaction, whose row
- *    lock serialises concurrent takers across every API instance.
+ *  - sponsored budget: one place of the owner's day (scope registry.sponsored.owner, subject the
+ *    owner DID), then one of the service's day (scope registry.sponsored), each a quota of
+ *    db/queries/quotas.ts with one window per UTC day, taken with its conditional upsert in the same
+ *    transaction, whose row lock serialises concurrent takers across every API instance; a refusal
+ *    rolls both back.
  * Times come from the caller (the API's clock), so tests can move the day.
  */
 import type { Sql } from 'postgres';
@@ -18,6 +20,8 @@ import { giveBackQuota, takeQuota } from './quotas.js';
 const DAY_MS = 86_400_000;
 /** The sponsored budget in quota_counters: one service-wide counter per UTC day. */
 const SPONSORED = { scope: 'registry.sponsored', subject: '*', windowMs: DAY_MS } as const;
+/** One owner's part of it (issue 26 item 8): a counter per owner DID per UTC day, so one owner cannot drain the pool. */
+const sponsoredByOwner = (owner: string) => ({ scope: 'registry.sponsored.owner', subject: owner, windowMs: DAY_MS }) as const;
 
 export interface RegistryKeyRow {
   id: string;
@@ -72,12 +76,15 @@ export interface NewRegistration {
   ipCap: number;
   /** sponsored registrations allowed per UTC day */
   sponsoredBudget: number;
+  /** sponsored registrations one owner may take per UTC day */
+  sponsoredPerOwner: number;
 }
 
 export type RegistrationOutcome =
   | { ok: true; row: RegistryKeyRow }
   | { ok: false; refused: 'ip_cap'; retryAt: Date }
-  | { ok: false; refused: 'sponsored_budget' };
+  | { ok: false; refused: 'sponsored_budget' }
+  | { ok: false; refused: 'sponsored_owner_cap' };
 
 class Refused extends Error {
   constructor(readonly outcome: RegistrationOutcome) {
@@ -85,7 +92,7 @@ class Refused extends Error {
   }
 }
 
-/** Inserts a registration if the address's cap and (with an owner) the day's sponsored budget allow it. */
+/** Inserts a registration if the address's cap and (with an owner) the owner's and the service's sponsored budgets of the day allow it. */
 export async function insertRegistration(sql: Sql, r: NewRegistration): Promise<RegistrationOutcome> {
   const windowStart = new Date(r.now.getTime() - REGISTRY_LIMITS.ipWindowMs);
   try {
@@ -103,6 +110,9 @@ export async function insertRegistration(sql: Sql, r: NewRegistration): Promise<
       const day = r.owner === null ? null : utcDay(r.now);
       if (day !== null) {
         if (r.sponsoredBudget <= 0) throw new Refused({ ok: false, refused: 'sponsored_budget' });
+        if (r.sponsoredPerOwner <= 0) throw new Refused({ ok: false, refused: 'sponsored_owner_cap' });
+        const own = await takeQuota(tx, { ...sponsoredByOwner(r.owner!), max: r.sponsoredPerOwner }, r.now);
+        if (!own.ok) throw new Refused({ ok: false, refused: 'sponsored_owner_cap' });
         const taken = await takeQuota(tx, { ...SPONSORED, max: r.sponsoredBudget }, r.now);
         if (!taken.ok) throw new Refused({ ok: false, refused: 'sponsored_budget' });
       }
@@ -121,12 +131,17 @@ export async function insertRegistration(sql: Sql, r: NewRegistration): Promise<
 
 /**
  * Undoes a registration whose sponsorship workflow could not be started: the row goes and its
- * place in the day's sponsored budget is given back (the per-IP count follows the rows).
+ * places in the day's sponsored budgets (the service's and the owner's) are given back (the per-IP
+ * count follows the rows).
  */
 export async function withdrawRegistration(sql: Sql, id: string): Promise<void> {
   await sql.begin(async (tx) => {
-    const [row] = await tx<{ sponsored_day: string | null }[]>`delete from registry_keys where id = ${id} returning sponsored_day::text as sponsored_day`;
-    if (row?.sponsored_day) await giveBackQuota(tx, SPONSORED, dayStart(row.sponsored_day));
+    const [row] = await tx<{ sponsored_day: string | null; owner: string | null }[]>`
+      delete from registry_keys where id = ${id} returning sponsored_day::text as sponsored_day, owner`;
+    if (row?.sponsored_day) {
+      await giveBackQuota(tx, SPONSORED, dayStart(row.sponsored_day));
+      if (row.owner) await giveBackQuota(tx, sponsoredByOwner(row.owner), dayStart(row.sponsored_day));
+    }
   });
 }
 
