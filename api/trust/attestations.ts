@@ -22,7 +22,7 @@ import { ApiError } from '../errors.js';
 import { DAY_MS, requireQuota } from '../quotas.js';
 import { isPending, startOrAttach, waitForResult } from '../workflowCalls.js';
 import { WORKFLOW_WAIT_MS } from '../workflowSettings.js';
-import type { TrustSnapshots } from './snapshots.js';
+import type { ScanAdmission, TrustSnapshots } from './snapshots.js';
 import { findOwnershipBy } from '../../db/queries/domainOwnership.js';
 import { findAttestation, onChainOf, openAttestationOnce, type AttestationRow, type OnChainAttestation } from '../../db/queries/trustAttestations.js';
 import { giveBackQuota } from '../../db/queries/quotas.js';
@@ -71,7 +71,7 @@ export type AttestOutcome = { row: AttestationRow; onChain: OnChainAttestation }
  * Has the domain's current snapshot written on chain for `did` (whose passport and ownership the
  * route checked): 503 without an EVM chain configured; a snapshot already attested answers at once.
  */
-export async function attestSnapshot(ctx: AppContext, snapshots: TrustSnapshots, r: { domain: string; did: string; admitScan: (domain: string) => Promise<void> }): Promise<AttestOutcome> {
+export async function attestSnapshot(ctx: AppContext, snapshots: TrustSnapshots, r: { domain: string; did: string; admitScan: ScanAdmission }): Promise<AttestOutcome> {
   const { domain, did } = r;
   const { EVM_RPC_URL, EVM_CHAIN_ID, PASSPORT_CONTRACT_ADDRESS } = ctx.config;
   if (!EVM_RPC_URL || !EVM_CHAIN_ID || !PASSPORT_CONTRACT_ADDRESS) {

@@ -2,11 +2,14 @@
  * Trust snapshot generation (GET /api/trust/{domain}; attest, issue 11 part 2, signs the same
  * object): SPEC section 2 "Trust snapshot", DESIGN.md sections 6 and 10.
  *
- *  0. a scan (not a cached snapshot) is admitted first by the caller's `admitScan` (GET and attest:
- *     the per-address daily and per-registrable-domain hourly quotas, api/trust/scanQuota.ts);
- *  1. the domain is validated (domain/domainName.ts: 400 trust_domain_invalid) and resolved
- *     (404 trust_domain_not_found when it has no address, or only non-public ones, with one message
- *     for both, api/trust/domainResolves.ts; 503 trust_snapshot_failed when the resolver fails);
+ *  0. the domain is validated (domain/domainName.ts: 400 trust_domain_invalid);
+ *  1. a scan (not a cached snapshot) is admitted by the caller's `admitScan` (GET and attest, api/trust/scanQuota.ts)
+ *     in two steps around the name's resolution: the caller's own quota (per address per day) before it,
+ *     so a refused caller makes no lookup; the name resolved (404 trust_domain_not_found when it has
+ *     no address, or only non-public ones, with one message for both, api/trust/domainResolves.ts;
+ *     503 trust_snapshot_failed when the resolver fails); then the site's quota (per registrable
+ *     domain per hour, all callers), so only names that resolve count against a site (issue 26 item 8:
+ *     made-up subdomains cannot use up a real site's scans);
  *  2. every probe of the rule catalog is fetched once, in parallel, through net/safeFetch (the
  *     SSRF guard: public addresses only, the checked address connected to, redirects re-checked),
  *     each within the scan's time budget (TRUST_CHECK_BUDGET_MS) and a 256 KiB cap;
@@ -101,6 +104,17 @@ export interface TrustSnapshotDeps {
   now?: () => Date;
 }
 
+/**
+ * What admits a new scan, in two steps around the name's resolution (api/trust/scanQuota.ts): each
+ * may throw its refusal (429).
+ */
+export interface ScanAdmission {
+  /** the caller's own quota, before anything is looked up */
+  caller(domain: string): Promise<void>;
+  /** the site's quota, once the name resolved to public addresses */
+  site(domain: string): Promise<void>;
+}
+
 /** A generation's own caller was refused a scan (its quota): callers who joined it try again under their own. */
 class AdmissionRefused extends Error {
   constructor(readonly refusal: unknown) {
@@ -130,7 +144,7 @@ export class TrustSnapshots {
    * before a new scan is started (not for a cached snapshot nor to join a scan under way) and may
    * throw its refusal (429). Throws ApiError 400/404/503 as the file comment says.
    */
-  async snapshotFor(rawDomain: string, opts: { fresh?: boolean; admitScan?: (domain: string) => Promise<void> } = {}): Promise<TrustSnapshot> {
+  async snapshotFor(rawDomain: string, opts: { fresh?: boolean; admitScan?: ScanAdmission } = {}): Promise<TrustSnapshot> {
     const parsed = parseDomainName(rawDomain);
     if (!parsed.ok) throw new ApiError('trust_domain_invalid', `${echo(rawDomain)} is not a domain name: ${parsed.reason}`, { hint: 'Give a bare domain such as example.com' });
     const domain = parsed.domain;
@@ -175,7 +189,7 @@ export class TrustSnapshots {
    * per scan). A caller who joined a generation whose own caller was refused (that caller's quota)
    * starts one of its own, under its own admission.
    */
-  private async generateOnce(domain: string, ownership: DomainOwnership, ownershipKey: string, admit?: (domain: string) => Promise<void>): Promise<CacheEntry> {
+  private async generateOnce(domain: string, ownership: DomainOwnership, ownershipKey: string, admit?: ScanAdmission): Promise<CacheEntry> {
     for (;;) {
       const joined = this.generations.get(domain);
       if (!joined) break;
@@ -185,14 +199,18 @@ export class TrustSnapshots {
         if (!(err instanceof AdmissionRefused)) throw err;
       }
     }
-    const running = (async () => {
-      if (admit) {
-        try {
-          await admit(domain);
-        } catch (err) {
-          throw new AdmissionRefused(err);
-        }
+    const admitted = async (step: ((domain: string) => Promise<void>) | undefined) => {
+      try {
+        await step?.(domain);
+      } catch (err) {
+        throw new AdmissionRefused(err);
       }
+    };
+    const running = (async () => {
+      await admitted(admit?.caller);
+      // a test-only origin (TRUST_FETCH_ORIGINS) stands for a name that resolves
+      if (!this.origins[domain]) await requirePublicDomain(this.lookup, domain, this.deps.config);
+      await admitted(admit?.site);
       const scan = await this.scan(domain);
       const entry: CacheEntry = { scan, snapshot: this.assemble(scan, ownership), ownershipKey, expiresAt: this.now().getTime() + this.deps.config.TRUST_SNAPSHOT_TTL_MS };
       this.remember(domain, entry);
@@ -227,10 +245,10 @@ export class TrustSnapshots {
     return this.origins[domain] ?? `https://${domain}`;
   }
 
+  /** The scan of a domain already resolved (generateOnce). */
   private async scan(domain: string): Promise<Scan> {
     const { config } = this.deps;
     const origin = this.originOf(domain);
-    if (!this.origins[domain]) await requirePublicDomain(this.lookup, domain, config);
     const budget = config.TRUST_CHECK_BUDGET_MS;
     const fetched = await Promise.all(PROBE_IDS.map(async (id) => [id, await this.probe(origin, id, budget)] as const));
     const outcomes = Object.fromEntries(fetched.map(([id, f]) => [id, f.outcome])) as Record<ProbeId, ProbeOutcome>;
