@@ -5,7 +5,9 @@
  *   signPending            the poster's ScheduleSigns of the pending schedules (funded once they run)
  *   unwind                 pending schedules deleted, whatever is held refunded to the poster
  *   raise                  increase-reward: a scheduled escrow replaced, a funded one topped up
- *   renewOrExpire          a pending schedule renewed before it expires, or marked expired
+ *   renewOrExpire          a pending schedule renewed before it expires, or marked expired (since
+ *                          UNFUNDED_SCHEDULES_LAPSE_PATCH none is renewed unless the timings ask:
+ *                          at its expiry it is checked once and lapses, escrow `expired`)
  *   release / payOut       escrow -> claimer (price - fee) and treasury (fee), of what was escrowed;
  *                          underfunded (409) while a raised price is not covered yet
  *   releaseAfterReview     the review window's payout (escrow promises)

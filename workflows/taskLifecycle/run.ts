@@ -4,7 +4,7 @@
  * carried across continue-as-new; the activities it calls; the commit that ends every step (topic
  * message, projection, search attributes). Deterministic: workflow code only.
  */
-import { proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { MarketLedgerActivities } from '../../activities/ledger/market.js';
 import type { MarketDbActivities } from '../../activities/db/market.js';
@@ -28,6 +28,13 @@ export const ESCROW_PROMISES_PATCH = 'task-escrow-promises';
  * than the price (a top-up never funded) it creates a top-up schedule and answers 409 instead.
  */
 export const ESCROW_PAYS_ESCROWED_PATCH = 'task-escrow-pays-escrowed';
+/**
+ * patched() id (issue 26 item 8): a schedule nobody signed lapses at its expiry instead of being
+ * renewed (each renewal a ScheduleDelete + ScheduleCreate the operator paid, every 25 min for the
+ * whole funding window); the poster funds at posting (/market/tasks/signed), signs within the
+ * schedule's life, raises the reward (a fresh schedule) or posts again.
+ */
+export const UNFUNDED_SCHEDULES_LAPSE_PATCH = 'task-unfunded-schedules-lapse';
 
 const DEFAULT_SCHEDULE_LIFETIME_MS = 30 * 60_000;
 const DEFAULT_RENEW_LEAD_MS = 5 * 60_000;
@@ -100,8 +107,11 @@ export function scheduleTimings(input: TaskLifecycleInput, promises: boolean): S
   const lifetimeMs = t.scheduleLifetimeMs ?? DEFAULT_SCHEDULE_LIFETIME_MS;
   const renewLeadMs = Math.min(t.renewLeadMs ?? DEFAULT_RENEW_LEAD_MS, Math.floor(lifetimeMs / 2));
   const fundingWindowMs = ((input.carried?.task ?? input.task).fundingWindowSeconds ?? DEFAULT_FUNDING_WINDOW_S) * 1000;
-  // unbounded before the escrow promises; since, as many as the funding window holds (an unfunded task is cancelled at its end)
-  const maxRenewals = t.maxRenewals ?? (promises ? Math.ceil(fundingWindowMs / Math.max(1, lifetimeMs - renewLeadMs)) : Number.MAX_SAFE_INTEGER);
+  // unbounded before the escrow promises; since, as many as the funding window holds (an unfunded task is
+  // cancelled at its end); since issue 26, none: an unsigned schedule lapses (timings may still ask for some, tests)
+  const maxRenewals =
+    t.maxRenewals ??
+    (!promises ? Number.MAX_SAFE_INTEGER : patched(UNFUNDED_SCHEDULES_LAPSE_PATCH) ? 0 : Math.ceil(fundingWindowMs / Math.max(1, lifetimeMs - renewLeadMs)));
   return { lifetimeMs, renewLeadMs, maxRenewals, fundingWindowMs };
 }
 

@@ -3,7 +3,9 @@
  * under the step mutex.
  *
  *   renewals     a pending schedule is renewed (delete + create) before it expires, or marked
- *                expired after maxRenewals (escrow.ts renewOrExpire)
+ *                expired after maxRenewals (escrow.ts renewOrExpire); since issue 26 maxRenewals is
+ *                0 unless the timings say otherwise (run.ts UNFUNDED_SCHEDULES_LAPSE_PATCH): an
+ *                unsigned schedule lapses at its expiry
  *   deadline     at the optional deadline an unfinished task is cancelled and refunded (task.expired);
  *                since the escrow promises, never a delivered one (its review window runs)
  *   promises     (ESCROW_PROMISES_PATCH; DESIGN 11 "Escrow promises") the funding window cancels an
