@@ -8,12 +8,25 @@ import type { Sql } from 'postgres';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/index.js';
-import type { LedgerClients } from '../ledger/services.js';
-import type { AccountKeyResolver } from './auth/accountKeys.js';
+import { loadPublicLedgerDeployment } from '../ledger/deployment.js';
+import { publicLedgerClients, type PublicLedgerClients } from '../ledger/services.js';
+import { mirrorAccountKeys, type AccountKeyResolver } from './auth/accountKeys.js';
 
-/** The ledger clients (ledger/services.ts ledgerClients; the client freezes transactions callers sign in-process) and the account key cache. */
-export interface LedgerContext extends LedgerClients {
+/**
+ * The API's ledger: the deployment's public part, an SDK client without an operator and the mirror
+ * (ledger/services.ts publicLedgerClients), and the account key cache. The API holds no key of the
+ * service (issue 26 item 9): every transaction it builds for a client is frozen with an explicit
+ * transaction id and node and signed, if at all, by the client's own key in memory; the service's
+ * signatures are the worker's.
+ */
+export interface LedgerContext extends PublicLedgerClients {
   keys: AccountKeyResolver;
+}
+
+/** The API's ledger context from its configuration (DeploymentError when the deployment file is missing or incomplete). */
+export function apiLedgerContext(config: Config, opts: { keyCacheTtlMs?: number } = {}): LedgerContext {
+  const clients = publicLedgerClients(loadPublicLedgerDeployment(config));
+  return { ...clients, keys: mirrorAccountKeys(clients.mirror, opts.keyCacheTtlMs) };
 }
 
 export interface AppContext {

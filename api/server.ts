@@ -3,11 +3,9 @@ import { Redis } from 'ioredis';
 import { loadConfig, ConfigError } from '../config/index.js';
 import { createSql } from '../db/client.js';
 import { lazyTemporalClient } from '../temporal/client.js';
-import { DeploymentError, loadLedgerDeployment } from '../ledger/deployment.js';
-import { ledgerClients } from '../ledger/services.js';
+import { DeploymentError } from '../ledger/deployment.js';
 import { buildApp } from './app.js';
-import { mirrorAccountKeys } from './auth/accountKeys.js';
-import type { LedgerContext } from './context.js';
+import { apiLedgerContext, type LedgerContext } from './context.js';
 
 async function main() {
   const config = loadConfig(process.env, { role: 'api' });
@@ -16,8 +14,8 @@ async function main() {
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
   let ledger: LedgerContext | undefined;
   try {
-    const clients = ledgerClients(loadLedgerDeployment(config));
-    ledger = { ...clients, keys: mirrorAccountKeys(clients.mirror) };
+    // no key: the worker signs every ledger write (issue 26 item 9)
+    ledger = apiLedgerContext(config);
   } catch (err) {
     if (!(err instanceof DeploymentError) || config.NODE_ENV === 'production') throw err;
     console.warn(`api: ledger routes disabled (${err.message})`);

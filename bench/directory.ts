@@ -171,7 +171,7 @@ async function benchRebuild(sql: Sql) {
     }
     const joinedMs = performance.now() - t3;
 
-    const acts = createDirectoryLedgerActivities({ sql, ledger: createLedgerServices(stack.ledger, { sql }) });
+    const acts = createDirectoryLedgerActivities({ sql, ledger: createLedgerServices(stack.clients, { sql }) });
     const t2 = performance.now();
     const counts = (await new MockActivityEnvironment().run(acts.rebuildDirectoryProjection)) as Awaited<ReturnType<typeof acts.rebuildDirectoryProjection>>;
     const rebuildMs = performance.now() - t2;

@@ -46,16 +46,13 @@ function appEnv(extra: Record<string, string>): Record<string, string> {
 async function serveApp() {
   const { loadConfig } = await import('../config/index.js');
   const { createSql } = await import('../db/client.js');
-  const { loadLedgerDeployment } = await import('../ledger/deployment.js');
-  const { ledgerClients } = await import('../ledger/services.js');
-  const { mirrorAccountKeys } = await import('../api/auth/accountKeys.js');
+  const { apiLedgerContext } = await import('../api/context.js');
   const { buildApp } = await import('../api/app.js');
   const config = loadConfig(process.env);
   const sql = createSql(config.DATABASE_URL!);
-  const deployment = loadLedgerDeployment(config);
-  const clients = ledgerClients(deployment);
+  const ledger = apiLedgerContext(config);
   const app = await buildApp(
-    { config, sql, ledger: { ...clients, keys: mirrorAccountKeys(clients.mirror) } },
+    { config, sql, ledger },
     // the destination pino uses for stdout in production (sonic-boom), pointed at /dev/null
     { logger: { stream: pino.destination('/dev/null') } },
   );

@@ -93,8 +93,8 @@ async function devTarget(): Promise<Target> {
   const clientConnection = await Connection.connect({ address: temporal.address });
   const client = new Client({ connection: clientConnection, namespace: 'default' });
   const config = testConfig({ ...stack.env, TEMPORAL_TASK_QUEUE: taskQueue, RATE_LIMIT_MAX: '1000000', ...UNCAPPED_POSTING });
-  const { deployment } = stack.ledger;
-  const activities = createActivities({ config, sql, ledger: createLedgerServices(stack.ledger, { sql }) });
+  const { deployment } = stack.clients;
+  const activities = createActivities({ config, sql, ledger: createLedgerServices(stack.clients, { sql }) });
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace: 'default',
@@ -115,7 +115,7 @@ async function devTarget(): Promise<Target> {
     base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}`,
     agents: stack.localnet.config.accounts,
     node: stack.localnet.config.node,
-    ledgerClient: stack.ledger.client,
+    ledgerClient: stack.clients.client,
     deployment,
     async stop() {
       await app.close();

@@ -28,15 +28,12 @@ const self = fileURLToPath(import.meta.url);
 async function serve() {
   const { loadConfig } = await import('../config/index.js');
   const { createSql } = await import('../db/client.js');
-  const { loadLedgerDeployment } = await import('../ledger/deployment.js');
-  const { ledgerClients } = await import('../ledger/services.js');
-  const { mirrorAccountKeys } = await import('../api/auth/accountKeys.js');
+  const { apiLedgerContext } = await import('../api/context.js');
   const { buildApp } = await import('../api/app.js');
   const config = loadConfig(process.env);
   const sql = createSql(config.DATABASE_URL!);
-  const deployment = loadLedgerDeployment(config);
-  const clients = ledgerClients(deployment);
-  const app = await buildApp({ config, sql, ledger: { ...clients, keys: mirrorAccountKeys(clients.mirror) } }, { logger: { stream: pino.destination('/dev/null') } });
+  const ledger = apiLedgerContext(config);
+  const app = await buildApp({ config, sql, ledger }, { logger: { stream: pino.destination('/dev/null') } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   process.on('message', async () => {
     const gc = (globalThis as { gc?: () => void }).gc;

@@ -1,8 +1,11 @@
 /**
  * The ledger services a process builds from its deployment, in one place (issue 21):
  *
- *   ledgerClients(deployment)              the SDK client (with the operator) and the mirror client: what
- *                                          the API needs (it signs in-process and never submits)
+ *   publicLedgerClients(deployment)        the API's: an SDK client WITHOUT an operator (it only names the
+ *                                          nodes: every transaction the API builds for a client is frozen
+ *                                          with an explicit transaction id and node) and the mirror client,
+ *                                          over the deployment's public part (issue 26 item 9: no key)
+ *   ledgerClients(deployment)              the worker's: the SDK client with the operator, and the mirror
  *   createLedgerServices(deployment, sql)  those and the idempotent submitter every ledger write goes
  *                                          through (ledger/submit.ts): what ledger activities run on
  *   escrowKeyCheck(services)               the worker's start-up check that the escrow key signs for the
@@ -14,16 +17,23 @@
 import type { Client as HederaClient } from '@hashgraph/sdk';
 import type { Sql } from 'postgres';
 import { createLedgerClient, LOCAL_RETRY } from './client.js';
-import { escrowKeyProblem, type LedgerDeployment } from './deployment.js';
+import { escrowKeyProblem, publicDeployment, type LedgerDeployment, type PublicLedgerDeployment } from './deployment.js';
 import { MirrorClient } from './mirror.js';
 import { IdempotentSubmitter } from './submit.js';
 
-/** The deployment and its two clients. */
-export interface LedgerClients {
+/** The API's view: the deployment's public part and two clients, no key. */
+export interface PublicLedgerClients {
+  deployment: PublicLedgerDeployment;
+  /** SDK client naming the network's nodes; without an operator in the API */
+  client: HederaClient;
+  mirror: MirrorClient;
+}
+
+/** The deployment with its keys and its two clients: the worker's. */
+export interface LedgerClients extends PublicLedgerClients {
   deployment: LedgerDeployment;
   /** SDK client with the operator (freezes and signs the service's own transactions) */
   client: HederaClient;
-  mirror: MirrorClient;
 }
 
 /** What ledger activities run on: the clients and the idempotent submitter over PostgreSQL. */
@@ -41,6 +51,13 @@ export function ledgerClients(deployment: LedgerDeployment): LedgerClients {
   });
   const mirror = new MirrorClient(deployment.mirrorUrl);
   return { deployment, client, mirror };
+}
+
+/** The API's clients: no operator on the SDK client and no key in the deployment it carries (a copy of the public part). */
+export function publicLedgerClients(deployment: PublicLedgerDeployment): PublicLedgerClients {
+  const pub = publicDeployment(deployment);
+  const client = createLedgerClient({ network: pub.network, node: pub.node, retry: pub.network === 'local' ? LOCAL_RETRY : undefined });
+  return { deployment: pub, client, mirror: new MirrorClient(pub.mirrorUrl) };
 }
 
 /**

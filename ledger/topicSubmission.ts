@@ -4,9 +4,10 @@
 // split them into one single-chunk transaction per chunk, so each chunk goes through the idempotent
 // submitter on its own. Works on the HAPI protobufs (the copy the SDK bundles), never re-signs.
 import { createRequire } from 'node:module';
-import { AccountId, PrivateKey, PublicKey, Timestamp, TopicMessageSubmitTransaction, TransactionId } from '@hashgraph/sdk';
+import { AccountId, PrivateKey, PublicKey, Timestamp, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
 import type * as ProtoPkg from '../node_modules/@hashgraph/sdk/node_modules/@hiero-ledger/proto/lib/index.js';
 import { signTransaction, verifySignature } from '@agent-passport/core/keys';
+import { CheckedTransaction } from './checkedTransaction.js';
 
 // the proto package nested in (or hoisted beside) the SDK, loaded from the SDK's own location
 const sdkRequire = createRequire(createRequire(import.meta.url).resolve('@hashgraph/sdk'));
@@ -246,20 +247,18 @@ export function checkTopicSubmission(d: DecodedSubmission, exp: SubmissionExpect
   if (validUntil < exp.now + (exp.minRemainingMs ?? 15_000)) throw bad('the transaction has expired or is about to', 'Build and sign a new transaction (valid for 120 s from its valid start) and send it at once');
 }
 
-/**
- * Builds, freezes and signs a topic message in process (chunked at `chunkSize`): the payer's key
- * signs every chunk; nothing is submitted. The key is only used here, in memory.
- */
-export async function signTopicMessage(p: {
+interface TopicMessageSpec {
   topicId: string;
   message: Uint8Array;
   payerAccountId: string;
   nodeAccountIds: string[];
-  key: PrivateKey;
   chunkSize: number;
-}): Promise<DecodedSubmission> {
+}
+
+/** The message's transaction, frozen without a client: an explicit transaction id (of the payer) and explicit nodes. */
+function frozenTopicMessage(p: TopicMessageSpec): TopicMessageSubmitTransaction {
   const chunks = Math.max(1, Math.ceil(p.message.length / p.chunkSize));
-  const tx = new TopicMessageSubmitTransaction()
+  return new TopicMessageSubmitTransaction()
     .setTopicId(p.topicId)
     .setChunkSize(p.chunkSize)
     .setMaxChunks(chunks)
@@ -267,6 +266,46 @@ export async function signTopicMessage(p: {
     .setNodeAccountIds(p.nodeAccountIds.map((n) => AccountId.fromString(n)))
     .setTransactionId(TransactionId.generate(AccountId.fromString(p.payerAccountId)))
     .freeze();
+}
+
+/**
+ * Builds, freezes and signs a topic message in process (chunked at `chunkSize`): the payer's key
+ * signs every chunk; nothing is submitted. The key is only used here, in memory.
+ */
+export async function signTopicMessage(p: TopicMessageSpec & { key: PrivateKey }): Promise<DecodedSubmission> {
+  const tx = frozenTopicMessage(p);
   await signTransaction(tx, p.key);
   return decodeTopicSubmission(tx.toBytes());
+}
+
+/**
+ * Builds and freezes a topic message without signing it (the deprecated /a2a/send: the API builds the
+ * operator-paid message, which only the worker signs, issue 26 item 9).
+ */
+export function buildTopicMessage(p: TopicMessageSpec): DecodedSubmission {
+  return decodeTopicSubmission(frozenTopicMessage(p).toBytes());
+}
+
+/** The most an operator-paid message's chunk may offer as its fee: the SDK's default for a topic message (2 HBAR). */
+export const OPERATOR_CHUNK_MAX_FEE_TINYBARS = 200_000_000n;
+
+/**
+ * The chunks of an operator-paid A2A message the worker is about to sign (issue 26 item 9), checked
+ * as built by buildTopicMessage: paid by the operator, to the a2a topic, for our nodes, no memo, a
+ * fee offer within the SDK default, and no signature yet. Each passes as a CheckedTransaction the
+ * operator pays for and signs. Whether the message was authorised is the caller's check (the API's
+ * row, db/queries/a2aOperatorSends.ts). Throws TopicSubmissionError.
+ */
+export function operatorPaidChunks(d: DecodedSubmission, exp: { operatorAccountId: string; topicId: string; nodeAccountIds: string[] }): CheckedTransaction[] {
+  if (d.payerAccountId !== exp.operatorAccountId) throw new TopicSubmissionError(403, `the message is paid by ${d.payerAccountId}, not by the operator`);
+  if (d.topicId !== exp.topicId) throw bad(`the message goes to topic ${d.topicId}, not the a2a topic`);
+  for (const c of d.chunks) {
+    for (const e of c.entries) {
+      if (!exp.nodeAccountIds.includes(e.nodeAccountId)) throw bad(`chunk ${c.number} is frozen for node ${e.nodeAccountId}`);
+      if (e.body.memo) throw bad(`chunk ${c.number} carries a memo`);
+      if (BigInt(String(e.body.transactionFee ?? 0)) > OPERATOR_CHUNK_MAX_FEE_TINYBARS) throw bad(`chunk ${c.number} offers a fee over ${OPERATOR_CHUNK_MAX_FEE_TINYBARS} tinybars`);
+      if (e.sigPairs.length > 0) throw bad(`chunk ${c.number} is already signed`);
+    }
+  }
+  return splitChunks(d).map((bytes) => CheckedTransaction.passed(Transaction.fromBytes(bytes), { operatorPays: true, checker: 'a2a operator send' }));
 }

@@ -1,15 +1,27 @@
 /**
- * Ledger activity of the a2aMessage workflow: submits the chunks of one A2A message, each a
- * transaction signed in the API (by the sender's key, or the operator's for the deprecated route),
- * in order, through the idempotent submitter, so a retried activity never submits a chunk twice.
- * The submitter here has no operator: the service adds no signature to a sender's transaction.
+ * Ledger activity of the a2aMessage workflow: submits the chunks of one A2A message in order, through
+ * the idempotent submitter, so a retried activity never submits a chunk twice. Two kinds of message:
+ *
+ *   sender-paid   each chunk signed in the API by the sender's key (send-with-key) or by the client
+ *                 (send-signed); submitted by a submitter without an operator: the service adds no
+ *                 signature to a sender's transaction.
+ *   operator-paid the deprecated /a2a/send (issue 26 item 9): the API holds no operator key and hands
+ *                 over the chunks unsigned; they are signed here, by the operator's submitter, only
+ *                 when the API's authorisation of exactly this message (its transaction id, sender
+ *                 and envelope digest, written after the sender's DID signature and daily budget were
+ *                 checked) exists and is claimed by this workflow (db/queries/a2aOperatorSends.ts),
+ *                 and the chunks are exactly what the API builds (ledger/topicSubmission.ts
+ *                 operatorPaidChunks). A copied input under another workflow id gets nothing signed.
+ *                 Chunks already signed by the operator (an API from before) are submitted as they are.
  *
  * It never trusts its input (DESIGN 11, issue 23): before submitting, the chunks are decoded and
  * checked again as one message (one message to the a2a topic, consistent chunk info, an A2A envelope
  * paid by its sender or by the operator, every chunk validly signed by the payer's key from the
- * mirror), and a message with less than A2A_MIN_REMAINING_MS left of its validity window is refused
- * before its first chunk, so the sender does not pay for a message that has no time left to go out.
+ * mirror, or authorised as above), and a message with less than A2A_MIN_REMAINING_MS left of its
+ * validity window is refused before its first chunk, so nobody pays for a message that has no time
+ * left to go out.
  */
+import { createHash } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Transaction, type Client } from '@hashgraph/sdk';
 import type { Sql } from 'postgres';
@@ -17,8 +29,11 @@ import { createLedgerClient } from '../../ledger/client.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import { IdempotentSubmitter } from '../../ledger/submit.js';
 import { publicKeyFromMirror } from '@agent-passport/core/keys';
-import { allChunksSignedBy, decodeSubmissionChunks, TopicSubmissionError, type DecodedSubmission } from '../../ledger/topicSubmission.js';
+import { allChunksSignedBy, decodeSubmissionChunks, operatorPaidChunks, TopicSubmissionError, type DecodedSubmission } from '../../ledger/topicSubmission.js';
+import { clientNodeAccountIds } from '../../ledger/client.js';
+import type { CheckedTransaction } from '../../ledger/checkedTransaction.js';
 import { findSubmission } from '../../db/queries/ledgerSubmissions.js';
+import { claimOperatorSend } from '../../db/queries/a2aOperatorSends.js';
 import { decodeEnvelope, isTrustedPayer } from '@agent-passport/core/a2a';
 import { parseHederaDid } from '@agent-passport/core/did';
 import type { LedgerServices } from '../../ledger/services.js';
@@ -60,8 +75,11 @@ export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerServic
 
   const refuse = (status: string, message: string) => ApplicationFailure.create({ type: `LedgerError.${status}`, message, nonRetryable: true });
 
-  /** The chunks as one message, checked again (see the module comment); a refusal is final and nothing is submitted. */
-  async function checkedMessage(input: SubmitA2aChunksInput): Promise<DecodedSubmission> {
+  /**
+   * The chunks as one message, checked again (see the module comment); a refusal is final and nothing
+   * is submitted. `operatorSigns`: the operator's checked chunks, which its submitter signs.
+   */
+  async function checkedMessage(input: SubmitA2aChunksInput): Promise<{ sub: DecodedSubmission; operatorSigns?: CheckedTransaction[] }> {
     let sub: DecodedSubmission;
     try {
       sub = decodeSubmissionChunks(input.chunks.map((b64) => Uint8Array.from(Buffer.from(b64, 'base64'))));
@@ -79,12 +97,29 @@ export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerServic
     }
     const account = await ledgerCall('read the payer key', () => mirror.getAccount(sub.payerAccountId));
     const key = account && !account.deleted ? publicKeyFromMirror(account.key) : null;
-    if (!key || !allChunksSignedBy(sub, key)) throw refuse('INVALID_SIGNATURE', `not every chunk is validly signed by the key of ${sub.payerAccountId}`);
-    return sub;
+    if (key && allChunksSignedBy(sub, key)) return { sub };
+    if (sub.payerAccountId === deployment.operator.accountId && sub.chunks.every((c) => c.entries.every((e) => e.sigPairs.length === 0))) {
+      return { sub, operatorSigns: await authorisedOperatorChunks(sub, envelope!.from, input.idempotencyKey) };
+    }
+    throw refuse('INVALID_SIGNATURE', `not every chunk is validly signed by the key of ${sub.payerAccountId}`);
+  }
+
+  /** Unsigned operator-paid chunks: signed only with the API's authorisation of exactly this message, claimed by this workflow. */
+  async function authorisedOperatorChunks(sub: DecodedSubmission, senderDid: string, workflowId: string): Promise<CheckedTransaction[]> {
+    let checked: CheckedTransaction[];
+    try {
+      checked = operatorPaidChunks(sub, { operatorAccountId: deployment.operator.accountId, topicId: deployment.topics.a2a, nodeAccountIds: clientNodeAccountIds(deps.ledger.client).map((n) => n.toString()) });
+    } catch (err) {
+      if (err instanceof TopicSubmissionError) throw ApplicationFailure.create({ type: 'A2aSubmissionInvalid', message: err.message, nonRetryable: true });
+      throw err;
+    }
+    const claimed = await claimOperatorSend(deps.sql, { transactionId: sub.transactionId, senderDid, messageSha256: createHash('sha256').update(sub.message).digest(), workflowId });
+    if (!claimed) throw refuse('INVALID_SIGNATURE', `the operator signs message ${sub.transactionId} only as the API authorised it (POST /a2a/send), for the workflow it started`);
+    return checked;
   }
 
   async function submitA2aChunks(input: SubmitA2aChunksInput): Promise<SubmitA2aChunksResult> {
-    const sub = await checkedMessage(input);
+    const { sub, operatorSigns } = await checkedMessage(input);
     if (!(await findSubmission(deps.sql, `${input.idempotencyKey}/chunk/1`))) {
       // nothing submitted yet: a message whose window is (nearly) over is not started, so its sender pays for no part of it
       const validUntil = sub.validStart.getTime() + sub.validDurationSeconds * 1000;
@@ -100,7 +135,10 @@ export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerServic
       const validUntil = start + (tx.transactionValidDuration ?? 120) * 1000;
       const r = await ledgerCall(`a2a chunk ${i + 1}/${input.chunks.length}`, async () => {
         try {
-          return await senderSubmitter().submit({ idempotencyKey: `${input.idempotencyKey}/chunk/${i + 1}`, kind: 'a2a_message', build: () => tx });
+          const idempotencyKey = `${input.idempotencyKey}/chunk/${i + 1}`;
+          // the operator's submitter adds the operator's signature to a checked chunk it pays for
+          if (operatorSigns) return await deps.ledger.submitter.submit({ idempotencyKey, kind: 'a2a_message', checked: () => operatorSigns[i]! });
+          return await senderSubmitter().submit({ idempotencyKey, kind: 'a2a_message', build: () => tx });
         } catch (err) {
           const le = toLedgerError(err);
           // a pre-signed transaction cannot be rebuilt: once its window is over, it never will be sent

@@ -7,9 +7,12 @@
  *   signWithSenderKey    send-with-key: the sender's key signs in this process, in memory only
  *   checkSignedSubmission  send-signed: the client's own signed bytes, checked for exactly the
  *                        expected effect before anything is submitted
- *   signAsOperator       the deprecated send: the operator pays, within the sender's daily byte
- *                        budget (api/a2a/operatorBudget.ts)
- *   deliver              the signed chunk transactions (never a key) go to the a2aMessage workflow,
+ *   prepareOperatorSend  the deprecated send: the operator pays, within the sender's daily byte
+ *                        budget (api/a2a/operatorBudget.ts); this process holds no operator key
+ *                        (issue 26 item 9), so it freezes the message unsigned (explicit transaction
+ *                        id of the operator, explicit node) and records its authorisation
+ *                        (db/queries/a2aOperatorSends.ts), which the worker requires before it signs
+ *   deliver              the chunk transactions (never a key) go to the a2aMessage workflow,
  *                        which submits them in order through the idempotent submitter and records
  *                        the message once the mirror shows it; waited for at most the bounded wait
  */
@@ -25,11 +28,14 @@ import { A2A_CHUNK_BYTES, decodeEnvelope, encodeEnvelope, envelopeMismatches, en
 import { parseHederaDid, type HederaDid } from '@agent-passport/core/did';
 import { listPassportsByAccount } from '../../db/queries/passports.js';
 import { clientNodeAccountIds } from '../../ledger/client.js';
-import { parsePrivateKey, parsePublicKey } from '@agent-passport/core/keys';
+import { parsePublicKey } from '@agent-passport/core/keys';
+import { insertOperatorSend } from '../../db/queries/a2aOperatorSends.js';
+import { createHash } from 'node:crypto';
 import { toMirrorTransactionId } from '../../ledger/mirror.js';
 import {
   addChunkSignatures,
   allChunksSignedBy,
+  buildTopicMessage,
   checkTopicSubmission,
   decodeTopicSubmission,
   signTopicMessage,
@@ -146,22 +152,20 @@ export function a2aMessages(ctx: AppContext, settings: WorkflowSettings) {
     return sub;
   }
 
-  /** The deprecated send: the parties, then the sender's daily operator budget (429), then the operator signs. */
-  async function signAsOperator(msg: A2aMessageFields): Promise<DecodedSubmission> {
+  /**
+   * The deprecated send: the parties, then the sender's daily operator budget (429), then the message
+   * frozen unsigned for the operator to pay and its authorisation recorded; the worker signs it.
+   */
+  async function prepareOperatorSend(msg: A2aMessageFields): Promise<DecodedSubmission> {
     await checkParties(msg.from, msg.to);
     const message = encodeEnvelope(envelopeOf(msg));
     await operatorBudget.take(msg.from, message.length);
-    return signTopicMessage({
-      topicId,
-      message,
-      payerAccountId: operator.accountId,
-      nodeAccountIds: [buildNode],
-      key: parsePrivateKey(operator.privateKey),
-      chunkSize: A2A_CHUNK_BYTES,
-    });
+    const sub = buildTopicMessage({ topicId, message, payerAccountId: operator.accountId, nodeAccountIds: [buildNode], chunkSize: A2A_CHUNK_BYTES });
+    await insertOperatorSend(sql, { transactionId: sub.transactionId, senderDid: msg.from, messageSha256: createHash('sha256').update(message).digest() });
+    return sub;
   }
 
-  /** Starts (or attaches to) the message's workflow with the signed chunks; a ledger refusal is the error the sender can act on. */
+  /** Starts (or attaches to) the message's workflow with its chunks; a ledger refusal is the error the sender can act on. */
   async function deliver(sub: DecodedSubmission): Promise<DeliveryOutcome> {
     const messageId = toMirrorTransactionId(sub.transactionId);
     const workflowId = scopedWorkflowId(settings, a2aMessageWorkflowId(sub.transactionId));
@@ -188,5 +192,5 @@ export function a2aMessages(ctx: AppContext, settings: WorkflowSettings) {
     return { delivered: result };
   }
 
-  return { topicId, network, checkSignedSubmission, signWithSenderKey, signAsOperator, deliver };
+  return { topicId, network, checkSignedSubmission, signWithSenderKey, prepareOperatorSend, deliver };
 }

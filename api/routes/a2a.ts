@@ -5,11 +5,12 @@
  *   POST /a2a/send-signed    the client's own signed TopicMessageSubmitTransaction bytes, checked
  *                            for exactly the expected effect before anything is submitted
  *   POST /a2a/send           deprecated: the operator pays (DID signature headers required), within a
- *                            daily byte budget per sender (api/a2a/operatorBudget.ts)
+ *                            daily byte budget per sender (api/a2a/operatorBudget.ts); the worker
+ *                            signs it (the API holds no operator key)
  *   GET  /a2a/inbox?did=     messages to a DID, newest first
  *   GET  /a2a/conversation?a=&b=  both directions, oldest first
  *
- * Every send ends in the same place: the signed chunk transactions (never a key) go to the
+ * Every send ends in the same place: the chunk transactions (never a key) go to the
  * a2aMessage workflow, which submits them in order through the idempotent submitter and records
  * the message in the a2a_messages projection once the mirror shows it. Who may send, the signing
  * and the checks of client bytes, and the delivery are api/a2a/messages.ts; this file is HTTP only.
@@ -175,7 +176,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
     async (request, reply) => {
       const msg = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      return deliver(reply, msg, await messages.signAsOperator(msg));
+      return deliver(reply, msg, await messages.prepareOperatorSend(msg));
     },
   );
 

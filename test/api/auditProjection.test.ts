@@ -44,7 +44,7 @@ describe('GET /audit from the audit topic projection', () => {
     const { deployment } = stack.ledger;
     tokenId = deployment.passportTokenId;
     topicId = deployment.topics.audit;
-    const ledger = createLedgerServices(stack.ledger, { sql });
+    const ledger = createLedgerServices(stack.clients, { sql });
     submitter = ledger.submitter;
     const { publishAudit } = createPassportLedgerActivities({ sql, ledger });
     const event = (serial: number, i: number): PassportAuditEvent =>

@@ -7,7 +7,10 @@ import { AccountId, PrivateKey, Timestamp, TopicMessageSubmitTransaction, Transa
 import { createA2aLedgerActivities } from '../../activities/ledger/a2a.js';
 import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '@agent-passport/core/a2a';
 import { parsePrivateKey, signTransaction } from '@agent-passport/core/keys';
-import { decodeTopicSubmission, signTopicMessage, splitChunks, type DecodedSubmission } from '../../ledger/topicSubmission.js';
+import { buildTopicMessage, decodeTopicSubmission, signTopicMessage, splitChunks, type DecodedSubmission } from '../../ledger/topicSubmission.js';
+import { insertOperatorSend } from '../../db/queries/a2aOperatorSends.js';
+import type { TestAgent } from '../support/signing.js';
+import { createHash } from 'node:crypto';
 import { startPassportStack, type PassportStack } from './passportHarness.js';
 
 describe('A2A chunks are checked again by the activity that submits them', () => {
@@ -74,5 +77,61 @@ describe('A2A chunks are checked again by the activity that submits them', () =>
     expect(await failureOf(submit({ idempotencyKey: 'a2a-check/late', chunks: chunksOf(sub) }))).toMatch(/^LedgerError\.TRANSACTION_EXPIRED: /);
     expect(await submissions('a2a-check/late')).toBe(0);
     expect(await ps.stack.ledger.mirror.getHbarBalance(a.accountId)).toBe(before);
+  });
+
+  // issue 26 item 9: the worker signs an operator-paid message (the deprecated /a2a/send) only as the API
+  // authorised it, for the workflow that claims the authorisation; anyone who starts the workflow with
+  // copied or made-up chunks gets nothing signed and the operator pays for nothing
+  describe('operator-paid chunks (unsigned: the worker signs them)', () => {
+    const operatorMessage = (from: TestAgent, to: TestAgent, body: string) =>
+      buildTopicMessage({ topicId: ps.stack.deployment.topics.a2a, message: message(from.did, to.did, body), payerAccountId: ps.stack.deployment.operator.accountId, nodeAccountIds: [node()], chunkSize: A2A_CHUNK_BYTES });
+    const authorise = (sub: DecodedSubmission, sender: string) =>
+      insertOperatorSend(ps.sql, { transactionId: sub.transactionId, senderDid: sender, messageSha256: createHash('sha256').update(sub.message).digest() });
+    const operatorPaid = async () => (await ps.stack.ledger.mirror.getTopicMessages(ps.stack.deployment.topics.a2a)).filter((m) => m.payer_account_id === ps.stack.deployment.operator.accountId).length;
+
+    it('without the API\'s authorisation: refused, nothing submitted', async () => {
+      const [a, b] = ps.agents;
+      const sub = operatorMessage(a!, b!, 'nobody authorised this');
+      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-none', chunks: chunksOf(sub) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: .*only as the API authorised it/);
+      expect(await submissions('a2a-check/op-none')).toBe(0);
+    });
+
+    it('authorised: signed by the worker and submitted once, for the workflow that claimed it; the same chunks under another workflow are refused', async () => {
+      const [a, b] = ps.agents;
+      const sub = operatorMessage(a!, b!, 'authorised by the API');
+      await authorise(sub, a!.did);
+      const before = await operatorPaid();
+      const r = await submit({ idempotencyKey: 'a2a-check/op-ok', chunks: chunksOf(sub) });
+      expect(r.sequenceNumbers).toHaveLength(1);
+      expect(r.transactionIds[0]).toBe(sub.transactionId);
+      // a retry of the same workflow's activity reuses the record
+      expect(await submit({ idempotencyKey: 'a2a-check/op-ok', chunks: chunksOf(sub) })).toEqual(r);
+      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-copy', chunks: chunksOf(sub) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: /);
+      expect(await submissions('a2a-check/op-copy')).toBe(0);
+      expect(await operatorPaid()).toBe(before + 1);
+    });
+
+    it('an authorisation covers exactly its message: another body or another sender under its transaction id is refused', async () => {
+      const [a, b, c] = ps.agents;
+      const sub = operatorMessage(a!, b!, 'the authorised body');
+      await authorise(sub, a!.did);
+      // the same transaction id carrying another message (made up by whoever reaches Temporal)
+      const forged = new TopicMessageSubmitTransaction()
+        .setTopicId(ps.stack.deployment.topics.a2a)
+        .setChunkSize(A2A_CHUNK_BYTES)
+        .setMaxChunks(1)
+        .setMessage(message(a!.did, b!.did, 'another body'))
+        .setNodeAccountIds([AccountId.fromString(node())])
+        .setTransactionId(TransactionId.fromString(sub.transactionId))
+        .freeze();
+      const forgedSub = decodeTopicSubmission(forged.toBytes());
+      expect(forgedSub.transactionId).toBe(sub.transactionId);
+      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-forged', chunks: chunksOf(forgedSub) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: /);
+      const otherSender = operatorMessage(c!, b!, 'the authorised body');
+      await authorise(otherSender, a!.did); // authorised for a, but the envelope names c
+      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-sender', chunks: chunksOf(otherSender) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: /);
+      expect(await submissions('a2a-check/op-forged')).toBe(0);
+      expect(await submissions('a2a-check/op-sender')).toBe(0);
+    });
   });
 });

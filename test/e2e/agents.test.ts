@@ -202,7 +202,7 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     const bought = await buyPassport(ps, mover, { tier: 'bronze' });
     expect(bought.status, JSON.stringify(bought.body)).toBe(200);
     const { tokenId, serialNumber } = bought.body as { tokenId: string; serialNumber: number };
-    await freezeAccount(ps.stack.ledger.client, { tokenId, accountId: mover.accountId, frozen: false });
+    await freezeAccount(ps.stack.clients.client, { tokenId, accountId: mover.accountId, frozen: false });
     const client = createLedgerClient({ network: 'local', node: ps.stack.localnet.config.node, operator: { accountId: mover.accountId, privateKey: mover.privateKey } });
     try {
       const tx = new TransferTransaction().addNftTransfer(new NftId(TokenId.fromString(tokenId), serialNumber), AccountId.fromString(mover.accountId), AccountId.fromString(agents[4].accountId));

@@ -97,7 +97,7 @@ export async function startPassportStack(prefix: string, opts: { env?: Record<st
       }
     : plain;
   const config = testConfig(stack.env);
-  const ledgerDeps = createLedgerServices(stack.ledger, { sql });
+  const ledgerDeps = createLedgerServices(stack.clients, { sql });
   const activities = createActivities({ config, sql, ledger: ledgerDeps }) as Activities;
   const workers: { worker: Worker; running: Promise<void> }[] = [];
   const startWorker = async (override: Partial<Activities> = {}, options: Partial<WorkerOptions> = {}) => {
@@ -221,7 +221,7 @@ export async function postJson(ps: PassportStack, urlPath: string, body: unknown
 
 /** An account's HBAR balance in tinybars, read from the ledger. */
 export function tinybarBalance(ps: PassportStack, accountId: string): Promise<bigint> {
-  return clientTinybarBalance(ps.stack.ledger.client, accountId);
+  return clientTinybarBalance(ps.stack.clients.client, accountId);
 }
 
 export async function getJson(ps: PassportStack, urlPath: string, headers: Record<string, string> = {}) {

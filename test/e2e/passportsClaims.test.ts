@@ -282,8 +282,8 @@ describe('claims of paid passport requests never stay pending', () => {
   it('a settlement that fails for good (the payer cannot cover the price) takes nothing: 400 passport_payment_failed, claim released, the same payment answers the same', async () => {
     // an account holding 1 HBAR passes /verify (a well-formed, signed transfer) but cannot pay 5 HBAR
     const key = PrivateKey.generateED25519();
-    const created = await new AccountCreateTransaction().setKeyWithoutAlias(key.publicKey).setInitialBalance(new Hbar(1)).setMaxAutomaticTokenAssociations(10).execute(ps.stack.ledger.client);
-    const accountId = (await created.getReceipt(ps.stack.ledger.client)).accountId!.toString();
+    const created = await new AccountCreateTransaction().setKeyWithoutAlias(key.publicKey).setInitialBalance(new Hbar(1)).setMaxAutomaticTokenAssociations(10).execute(ps.stack.clients.client);
+    const accountId = (await created.getReceipt(ps.stack.clients.client)).accountId!.toString();
     recordSecret(`claims test account ${accountId} key`, key.toStringDer());
     const poor: TestAgent = { accountId, did: `did:hedera:local:${accountId}`, keyType: 'ED25519', privateKey: key.toStringDer() };
     const before = await balance(accountId);

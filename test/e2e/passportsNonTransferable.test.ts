@@ -89,7 +89,7 @@ describe('passports are non-transferable (frozen holder, ownership read from the
   });
 
   it('upgrade answers from the ledger: 404 for an NFT wiped on the ledger, 403 when another account holds it, though PostgreSQL still says active', async () => {
-    const service = ps.stack.ledger.client; // operator = the collection's freeze and wipe key
+    const service = ps.stack.clients.client; // operator = the collection's freeze and wipe key
 
     // Wiped directly on the ledger (no workflow): PostgreSQL still has the passport as active.
     const wiped = agents[2];
@@ -130,7 +130,7 @@ describe('passports are non-transferable (frozen holder, ownership read from the
     expect(await ps.stack.ledger.mirror.getNftHolder(tokenId, serial)).toBe(holder.accountId);
 
     // a collection created before freeze keys: TOKEN_HAS_NO_FREEZE_KEY comes back as the status
-    const service = ps.stack.ledger.client;
+    const service = ps.stack.clients.client;
     const opKey = PrivateKey.fromStringDer(ps.stack.localnet.config.operator.privateKey).publicKey;
     const legacy = (await (await new TokenCreateTransaction().setTokenName('Old passports').setTokenSymbol('OLD').setTokenType(TokenType.NonFungibleUnique)
       .setTreasuryAccountId(ps.stack.localnet.config.operator.accountId).setSupplyKey(opKey).setWipeKey(opKey).execute(service)).getReceipt(service)).tokenId!.toString();
@@ -140,7 +140,7 @@ describe('passports are non-transferable (frozen holder, ownership read from the
 
   it('a passport of the collection before a migration is upgraded in its own collection, never the current one', async () => {
     // the current collection has serial 1 (an earlier test's passport); a previous collection gets its own serial 1
-    const service = ps.stack.ledger.client;
+    const service = ps.stack.clients.client;
     const opKey = PrivateKey.fromStringDer(ps.stack.localnet.config.operator.privateKey).publicKey;
     const previous = (await (await new TokenCreateTransaction().setTokenName('Passports before the migration').setTokenSymbol('OLDP').setTokenType(TokenType.NonFungibleUnique)
       .setTreasuryAccountId(ps.stack.localnet.config.operator.accountId).setSupplyKey(opKey).setMetadataKey(opKey).execute(service)).getReceipt(service)).tokenId!.toString();

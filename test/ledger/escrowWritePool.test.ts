@@ -28,7 +28,7 @@ afterAll(async () => {
 
 describe('escrow writes with more of them than pool connections', () => {
   it('every concurrent payout and refund is answered; the pool still serves', async () => {
-    const { client, mirror } = stack.ledger;
+    const { client, mirror } = stack.clients;
     const activities = createMarketLedgerActivities({ sql, ledger: { deployment: stack.deployment, client, mirror, submitter: new IdempotentSubmitter({ sql, client, mirror }) } });
     const [claimer, poster] = stack.localnet.config.accounts;
     const writes = Array.from({ length: 6 }, (_, i) => {
