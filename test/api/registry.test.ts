@@ -299,6 +299,9 @@ describe('registry keys (PostgreSQL, Temporal)', () => {
       expect(r.status).toBe(503);
       expect(r.body.code).toBe('service_unavailable');
       expect(await sponsoredUsed(sql, '2031-06-01')).toBe(0);
+      // and the owner's own place of the day (issue 26 item 8)
+      const own = await sql`select count from quota_counters where scope = 'registry.sponsored.owner' and subject = ${owner} and window_start = ${new Date('2031-06-01T00:00:00.000Z')}`;
+      expect(own.map((r) => r.count)).toEqual([0]);
       const [{ count }] = await sql`select count(*)::int as count from registry_keys where name = 'no-temporal'`;
       expect(count).toBe(0);
     } finally {
