@@ -24,6 +24,9 @@ const histories = [
   'taskLifecycle-funding-expired',
   'taskLifecycle-verify-reused',
   'taskLifecycle-underfunded',
+  // (issue 26 item 8, patched 'task-unfunded-schedules-lapse', recorded by test/e2e/market.test.ts) an unsigned
+  // schedule lapsed at its expiry without a renewal, then the reward was raised (a fresh schedule) and the task cancelled
+  'taskLifecycle-unfunded-lapsed',
   // the rolling deploy (test/cluster/deploy.test.ts): workflows started by the code of commit ebf7c5c,
   // finished by later code, one of them through the REPEATED_STEP_PATCH branch mid-flight; recorded again
   // after the escrow patches: the same crossing, completed through ESCROW_PAYS_ESCROWED_PATCH (its marker
