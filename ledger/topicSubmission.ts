@@ -3,6 +3,9 @@
 // exactly the expected message to the expected topic, paid and signed by the expected account, and
 // split them into one single-chunk transaction per chunk, so each chunk goes through the idempotent
 // submitter on its own. Works on the HAPI protobufs (the copy the SDK bundles), never re-signs.
+// Also the messages the service builds: signTopicMessage (send-with-key: the sender's key, in memory),
+// freezeTopicMessage (the deprecated /a2a/send: frozen unsigned by the API, which holds no key) and
+// operatorPaidChunks, the worker's check of such chunks before the operator signs them.
 import { createRequire } from 'node:module';
 import { AccountId, PrivateKey, PublicKey, Timestamp, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
 import type * as ProtoPkg from '../node_modules/@hashgraph/sdk/node_modules/@hiero-ledger/proto/lib/index.js';
@@ -256,7 +259,7 @@ interface TopicMessageSpec {
 }
 
 /** The message's transaction, frozen without a client: an explicit transaction id (of the payer) and explicit nodes. */
-function frozenTopicMessage(p: TopicMessageSpec): TopicMessageSubmitTransaction {
+function topicMessageTransaction(p: TopicMessageSpec): TopicMessageSubmitTransaction {
   const chunks = Math.max(1, Math.ceil(p.message.length / p.chunkSize));
   return new TopicMessageSubmitTransaction()
     .setTopicId(p.topicId)
@@ -273,7 +276,7 @@ function frozenTopicMessage(p: TopicMessageSpec): TopicMessageSubmitTransaction 
  * signs every chunk; nothing is submitted. The key is only used here, in memory.
  */
 export async function signTopicMessage(p: TopicMessageSpec & { key: PrivateKey }): Promise<DecodedSubmission> {
-  const tx = frozenTopicMessage(p);
+  const tx = topicMessageTransaction(p);
   await signTransaction(tx, p.key);
   return decodeTopicSubmission(tx.toBytes());
 }
@@ -282,8 +285,8 @@ export async function signTopicMessage(p: TopicMessageSpec & { key: PrivateKey }
  * Builds and freezes a topic message without signing it (the deprecated /a2a/send: the API builds the
  * operator-paid message, which only the worker signs, issue 26 item 9).
  */
-export function buildTopicMessage(p: TopicMessageSpec): DecodedSubmission {
-  return decodeTopicSubmission(frozenTopicMessage(p).toBytes());
+export function freezeTopicMessage(p: TopicMessageSpec): DecodedSubmission {
+  return decodeTopicSubmission(topicMessageTransaction(p).toBytes());
 }
 
 /** The most an operator-paid message's chunk may offer as its fee: the SDK's default for a topic message (2 HBAR). */
@@ -291,7 +294,7 @@ export const OPERATOR_CHUNK_MAX_FEE_TINYBARS = 200_000_000n;
 
 /**
  * The chunks of an operator-paid A2A message the worker is about to sign (issue 26 item 9), checked
- * as built by buildTopicMessage: paid by the operator, to the a2a topic, for our nodes, no memo, a
+ * as built by freezeTopicMessage: paid by the operator, to the a2a topic, for our nodes, no memo, a
  * fee offer within the SDK default, and no signature yet. Each passes as a CheckedTransaction the
  * operator pays for and signs. Whether the message was authorised is the caller's check (the API's
  * row, db/queries/a2aOperatorSends.ts). Throws TopicSubmissionError.

@@ -35,7 +35,7 @@ import { toMirrorTransactionId } from '../../ledger/mirror.js';
 import {
   addChunkSignatures,
   allChunksSignedBy,
-  buildTopicMessage,
+  freezeTopicMessage,
   checkTopicSubmission,
   decodeTopicSubmission,
   signTopicMessage,
@@ -160,7 +160,7 @@ export function a2aMessages(ctx: AppContext, settings: WorkflowSettings) {
     await checkParties(msg.from, msg.to);
     const message = encodeEnvelope(envelopeOf(msg));
     await operatorBudget.take(msg.from, message.length);
-    const sub = buildTopicMessage({ topicId, message, payerAccountId: operator.accountId, nodeAccountIds: [buildNode], chunkSize: A2A_CHUNK_BYTES });
+    const sub = freezeTopicMessage({ topicId, message, payerAccountId: operator.accountId, nodeAccountIds: [buildNode], chunkSize: A2A_CHUNK_BYTES });
     await insertOperatorSend(sql, { transactionId: sub.transactionId, senderDid: msg.from, messageSha256: createHash('sha256').update(message).digest() });
     return sub;
   }

@@ -7,7 +7,7 @@ import { AccountId, PrivateKey, Timestamp, TopicMessageSubmitTransaction, Transa
 import { createA2aLedgerActivities } from '../../activities/ledger/a2a.js';
 import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '@agent-passport/core/a2a';
 import { parsePrivateKey, signTransaction } from '@agent-passport/core/keys';
-import { buildTopicMessage, decodeTopicSubmission, signTopicMessage, splitChunks, type DecodedSubmission } from '../../ledger/topicSubmission.js';
+import { freezeTopicMessage, decodeTopicSubmission, signTopicMessage, splitChunks, type DecodedSubmission } from '../../ledger/topicSubmission.js';
 import { insertOperatorSend } from '../../db/queries/a2aOperatorSends.js';
 import type { TestAgent } from '../support/signing.js';
 import { createHash } from 'node:crypto';
@@ -84,7 +84,7 @@ describe('A2A chunks are checked again by the activity that submits them', () =>
   // copied or made-up chunks gets nothing signed and the operator pays for nothing
   describe('operator-paid chunks (unsigned: the worker signs them)', () => {
     const operatorMessage = (from: TestAgent, to: TestAgent, body: string) =>
-      buildTopicMessage({ topicId: ps.stack.deployment.topics.a2a, message: message(from.did, to.did, body), payerAccountId: ps.stack.deployment.operator.accountId, nodeAccountIds: [node()], chunkSize: A2A_CHUNK_BYTES });
+      freezeTopicMessage({ topicId: ps.stack.deployment.topics.a2a, message: message(from.did, to.did, body), payerAccountId: ps.stack.deployment.operator.accountId, nodeAccountIds: [node()], chunkSize: A2A_CHUNK_BYTES });
     const authorise = (sub: DecodedSubmission, sender: string) =>
       insertOperatorSend(ps.sql, { transactionId: sub.transactionId, senderDid: sender, messageSha256: createHash('sha256').update(sub.message).digest() });
     const operatorPaid = async () => (await ps.stack.ledger.mirror.getTopicMessages(ps.stack.deployment.topics.a2a)).filter((m) => m.payer_account_id === ps.stack.deployment.operator.accountId).length;
