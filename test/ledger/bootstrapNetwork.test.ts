@@ -13,7 +13,7 @@ import { createLedgerClient } from '../../ledger/client.js';
 import { parsePrivateKey } from '@agent-passport/core/keys';
 import { MirrorClient } from '../../ledger/mirror.js';
 import { escrowKeyProblem, loadLedgerDeployment } from '../../ledger/deployment.js';
-import { freezeAccount, mintNft } from '../../ledger/operations.js';
+import { freezeAccount, mintNft, transferNft } from '../../ledger/operations.js';
 import { LedgerError } from '../../ledger/errors.js';
 import { startLocalnet, type Localnet } from '../../localnet/index.js';
 import { testConfig } from '../support/app.js';
@@ -48,8 +48,18 @@ describe('bootstrapNetwork', () => {
       expect(Object.keys(file.topics).sort()).toEqual(['a2a', 'audit', 'directory', 'marketplace']);
 
       const mirror = new MirrorClient(net.mirrorUrl);
+      // money received (payTo: x402 payments), fees taken (treasury: marketplace fees, the passports before
+      // delivery) and fees paid (the operator) are three accounts (issue 26 item 9), each its own
+      const accounts = [op.accountId, file.treasury, file.payTo, file.escrow];
+      expect(new Set(accounts).size, JSON.stringify(accounts)).toBe(4);
+      const opKeyRaw = parsePrivateKey(op.privateKey).publicKey.toStringRaw();
+      for (const id of [file.treasury, file.payTo]) {
+        const account = await mirror.getAccount(id);
+        expect(account?.key?.key, id).toBe(opKeyRaw); // the worker signs for them with the operator's key
+        expect(BigInt(account!.balance.balance), id).toBe(0n); // so their balances are exactly what they received
+      }
       const token = await mirror.get<Record<string, any>>(`/tokens/${file.passportTokenId}`);
-      expect(token).toMatchObject({ type: 'NON_FUNGIBLE_UNIQUE', treasury_account_id: op.accountId });
+      expect(token).toMatchObject({ type: 'NON_FUNGIBLE_UNIQUE', treasury_account_id: file.treasury });
       const opKey = Buffer.from(parsePrivateKey(op.privateKey).publicKey.toBytesRaw()).toString('hex');
       for (const k of ['admin_key', 'supply_key', 'wipe_key', 'metadata_key', 'freeze_key']) expect(token![k].key).toBe(opKey);
       expect(token!.freeze_default).toBe(false);
@@ -73,6 +83,10 @@ describe('bootstrapNetwork', () => {
       expect(() => loadLedgerDeployment(testConfig({ NODE_ENV: 'production', LOCALNET_CONFIG_PATH: shared, HEDERA_OPERATOR_KEY: op.privateKey }))).toThrow(/account of its own/);
       const minted = await mintNft(client, { tokenId: deployment.passportTokenId, metadata: [new TextEncoder().encode('ap/1 tier=bronze caps=api_call')] });
       expect(minted.serials).toEqual(['1']); // ReceiptSummary carries serials as decimal strings
+      // the operator's client delivers from the treasury (its key is the operator's)
+      const holder = net.config.accounts[0]!.accountId;
+      const delivered = await transferNft(client, { tokenId: deployment.passportTokenId, serial: 1, from: deployment.treasury, to: holder });
+      expect(delivered.status).toBe('SUCCESS');
     } finally {
       client.close();
     }
