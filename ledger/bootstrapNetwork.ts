@@ -1,10 +1,16 @@
 /**
  * One-time set-up of the service's ledger objects on a public network (testnet, mainnet,
- * previewnet) with an operator account: the passport NFT collection (treasury, supply, wipe,
- * metadata, freeze and admin keys = the operator's) and the four topics (directory, audit, a2a,
- * marketplace). Returns the deployment description the API and the worker read
- * (LOCALNET_CONFIG_PATH); localnet writes the same shape for itself. Treasury and payTo are the
- * operator account unless given. The marketplace escrow is an account of its own (issue 19): given,
+ * previewnet) with an operator account: the passport NFT collection (supply, wipe, metadata, freeze
+ * and admin keys = the operator's), the four topics (directory, audit, a2a, marketplace) and the
+ * service's accounts. Returns the deployment description the API and the worker read
+ * (LOCALNET_CONFIG_PATH); localnet writes the same shape for itself.
+ *
+ * Accounts (issue 26 item 9): the operator pays the service's fees; the treasury (the collection's
+ * treasury, which holds a passport until delivery, and receives the marketplace fees) and payTo (the
+ * x402 payments, and their refunds) are accounts of their own, created here with the operator's key
+ * (the worker signs for them) and nothing in them, so money received and fees paid never mix in one
+ * balance: each balance is what it received. Either may be given instead (an existing account).
+ * The marketplace escrow is an account of its own (issue 19): given,
  * or created here with `escrowKey` (a key the caller generated and keeps: it goes into
  * ESCROW_PRIVATE_KEY, never into the file) and nothing in it; without either it stays the operator
  * (development only: the worker refuses that in production).
@@ -15,7 +21,7 @@
  * deployment with the new passportTokenId (topics, accounts and old passports unchanged).
  */
 import { AccountCreateTransaction, Client, Hbar, PrivateKey, PublicKey, TokenCreateTransaction, TokenSupplyType, TokenType, TopicCreateTransaction } from '@hashgraph/sdk';
-import type { LedgerDeployment } from './deployment.js';
+import type { LedgerDeployment, PublicLedgerDeployment } from './deployment.js';
 import type { MirrorClient } from './mirror.js';
 
 export interface BootstrapNetworkOptions {
@@ -25,6 +31,9 @@ export interface BootstrapNetworkOptions {
   node?: LedgerDeployment['node'];
   mirrorUrl: string;
   facilitatorUrl?: string;
+  /** an existing treasury account (default: a new one with the operator's key) */
+  treasury?: string;
+  /** an existing payTo account (default: a new one with the operator's key) */
   payTo?: string;
   escrow?: string;
   /** creates the escrow account with this key (when `escrow` is not given) */
@@ -32,16 +41,21 @@ export interface BootstrapNetworkOptions {
 }
 
 /** The deployment file: everything but the keys (HEDERA_OPERATOR_KEY, ESCROW_PRIVATE_KEY). */
-export type DeploymentFile = Omit<LedgerDeployment, 'operator' | 'escrowPrivateKey'> & { operator: { accountId: string }; escrowPrivateKey?: string };
+export type DeploymentFile = PublicLedgerDeployment;
 
-/** The escrow account: its own key, no HBAR in it (its balance is then exactly the escrowed money). */
-export async function createEscrowAccount(client: Client, key: PublicKey): Promise<string> {
-  const tx = new AccountCreateTransaction().setKeyWithoutAlias(key).setInitialBalance(new Hbar(0)).setAccountMemo('marketplace escrow');
+/** A service account with `key` and no HBAR in it (its balance is then exactly what it received). */
+async function createServiceAccount(client: Client, key: PublicKey, memo: string): Promise<string> {
+  const tx = new AccountCreateTransaction().setKeyWithoutAlias(key).setInitialBalance(new Hbar(0)).setAccountMemo(memo);
   const receipt = await (await tx.execute(client)).getReceipt(client);
   return receipt.accountId!.toString();
 }
 
-/** The passport collection: NFTs, treasury = the operator, every service key = the operator's. */
+/** The escrow account: its own key, no HBAR in it (its balance is then exactly the escrowed money). */
+export async function createEscrowAccount(client: Client, key: PublicKey): Promise<string> {
+  return createServiceAccount(client, key, 'marketplace escrow');
+}
+
+/** The passport collection: NFTs held by `treasury` until delivery, every service key = the operator's. */
 async function createPassportCollection(client: Client, treasury: string, key: PublicKey): Promise<string> {
   const token = await new TokenCreateTransaction()
     .setTokenName('Agent Passport')
@@ -66,7 +80,9 @@ async function createPassportCollection(client: Client, treasury: string, key: P
 export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<DeploymentFile> {
   const { client, operator } = opts;
   const key = operator.privateKey.publicKey;
-  const tokenId = await createPassportCollection(client, operator.accountId, key);
+  const treasury = opts.treasury ?? (await createServiceAccount(client, key, 'passport treasury'));
+  const payTo = opts.payTo ?? (await createServiceAccount(client, key, 'x402 payTo'));
+  const tokenId = await createPassportCollection(client, treasury, key);
   const escrow = opts.escrow ?? (opts.escrowKey ? await createEscrowAccount(client, opts.escrowKey.publicKey) : operator.accountId);
 
   const topics: Record<string, string> = {};
@@ -84,9 +100,9 @@ export async function bootstrapNetwork(opts: BootstrapNetworkOptions): Promise<D
     mirrorUrl: opts.mirrorUrl,
     facilitatorUrl: opts.facilitatorUrl,
     operator: { accountId: operator.accountId },
-    treasury: operator.accountId,
+    treasury,
     escrow,
-    payTo: opts.payTo ?? operator.accountId,
+    payTo,
     passportTokenId: tokenId,
     topics: topics as LedgerDeployment['topics'],
   };

@@ -1,8 +1,9 @@
 /**
- * `npm run bootstrap:network`: creates the passport collection and the four topics on
- * HEDERA_NETWORK (testnet, mainnet, previewnet) with HEDERA_OPERATOR_ID / HEDERA_OPERATOR_KEY, and
- * writes the deployment file at LOCALNET_CONFIG_PATH (refusing to overwrite one). The operator key
- * is NOT written to the file: the API and the worker take it from HEDERA_OPERATOR_KEY. The marketplace
+ * `npm run bootstrap:network`: creates the passport collection, the four topics and the treasury and
+ * payTo accounts (their own accounts, with the operator's key, issue 26 item 9) on HEDERA_NETWORK
+ * (testnet, mainnet, previewnet) with HEDERA_OPERATOR_ID / HEDERA_OPERATOR_KEY, and writes the
+ * deployment file at LOCALNET_CONFIG_PATH (refusing to overwrite one). The operator key is NOT written
+ * to the file: the worker takes it from HEDERA_OPERATOR_KEY (the API holds no key). The marketplace
  * escrow gets an account of its own, whose key is written to <file>.escrow-key (0600) for the
  * operator to move into ESCROW_PRIVATE_KEY.
  * LEDGER_NODE=host:port@0.0.3 targets a single node (e.g. a localnet) instead of the public network.
@@ -77,7 +78,7 @@ try {
   });
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, JSON.stringify(deployment, null, 2));
-  console.log(`wrote ${out}: token ${deployment.passportTokenId}, topics ${JSON.stringify(deployment.topics)}`);
+  console.log(`wrote ${out}: token ${deployment.passportTokenId}, topics ${JSON.stringify(deployment.topics)}, treasury ${deployment.treasury}, payTo ${deployment.payTo}`);
   if (escrowKey) {
     console.log(`escrow account ${deployment.escrow}: its key is in ${escrowKeyPath}; put it in ESCROW_PRIVATE_KEY (a secret store) for the worker and delete the file`);
   }

@@ -68,6 +68,8 @@ describe('bootstrap', () => {
     expect(cfg.operator.accountId).toBe('0.0.2');
     expect(cfg.operator.privateKey).toMatch(/^30[0-9a-f]+$/);
     for (const k of ['treasury', 'escrow', 'payTo', 'passportTokenId']) expect(cfg[k]).toMatch(/^0\.0\.\d+$/);
+    // fees paid (operator), fees and passports held (treasury), payments received (payTo), escrowed money: four accounts
+    expect(new Set([cfg.operator.accountId, cfg.treasury, cfg.payTo, cfg.escrow]).size).toBe(4);
     expect(cfg.facilitator.feePayer).toMatch(/^0\.0\.\d+$/);
     expect(Object.keys(cfg.topics).sort()).toEqual(['a2a', 'audit', 'directory', 'marketplace']);
     expect(cfg.accounts.length).toBeGreaterThanOrEqual(6);
