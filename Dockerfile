@@ -24,5 +24,8 @@ COPY --from=build /app/packages/client/dist ./packages/client/dist
 COPY --from=build /app/contracts/artifacts ./contracts/artifacts
 # markdown sources of the guides and content pages (read by dist/content/pages.js)
 COPY --from=build /app/content ./content
+# the processes run unprivileged (the node image's user, uid 1000): the image's files are root's and
+# read-only to them; they write nothing to disk (the mounted deployment file must be readable by uid 1000)
+USER node
 EXPOSE 3000
 CMD ["node", "dist/api/server.js"]

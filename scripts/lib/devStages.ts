@@ -203,7 +203,9 @@ export function apiStage(o: { name?: string; port: number; env?: Record<string, 
         const r = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) }).catch(() => null);
         return r?.status === 200 && ((await r.json().catch(() => ({}))) as { status?: string }).status === 'ok';
       };
-      await supervisedTsx(ctx, { name, what: `the ${name === 'api' ? 'API' : name}`, entry: 'api/server.ts', env: { ...env, PORT: String(o.port), ...o.env }, ready: health });
+      // keys per role (issue 26 item 9): the API never gets a ledger key, whatever the shell or .env holds (empty = unset)
+      const noKeys = { HEDERA_OPERATOR_KEY: '', ESCROW_PRIVATE_KEY: '' };
+      await supervisedTsx(ctx, { name, what: `the ${name === 'api' ? 'API' : name}`, entry: 'api/server.ts', env: { ...env, PORT: String(o.port), ...o.env, ...noKeys }, ready: health });
       return { urls: o.urls?.(base) ?? {} };
     },
   };
