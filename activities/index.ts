@@ -20,6 +20,7 @@ import { createMarketDbActivities } from './db/market.js';
 import { createDomainOwnershipActivities } from './web/domainOwnership.js';
 import { createMarketVerifierActivities } from './web/marketVerifier.js';
 import { createRegistryActivities } from './ledger/registry.js';
+import { createStepAuthorisationActivities } from './db/stepAuthorisations.js';
 import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
 
 export interface ActivityDeps {
@@ -44,6 +45,8 @@ export function createActivities(deps: ActivityDeps) {
     ...(ledger ? { ...createMarketLedgerActivities({ sql, ledger }), ...createMarketDbActivities({ sql }) } : {}),
     // sponsored registry registrations: the directory record paid by the operator, only with a ledger deployment
     ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
+    // one-time authorisations of money-moving workflow messages (issue 26 item 1)
+    ...createStepAuthorisationActivities({ sql }),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
     // task result verifiers (none, sha256, json_schema, http through the SSRF guard)
