@@ -182,16 +182,18 @@ describe('marketplace money paths (issue 19)', () => {
       const refused = await inject(task.taskId, completeUpdate, { posterDid: poster.did, directTransferBytes: await operatorToAttacker() });
       expect(refused).toMatchObject({ status: 400, code: 'invalid_request' });
       expect(refused!.message).toMatch(/refused/);
-      // the exact expected transfer, but signed by the attacker instead of the poster: the activity's own check refuses it
+      // the exact expected transfer, but signed by the attacker instead of the poster: past the validator, the
+      // handler refuses a complete the API never authorised (issue 26) before anything is submitted (the
+      // activity's own signature check is tested on its own below)
       const prep = ok(await signed(`/market/tasks/${task.taskId}/prepare-payment`, poster, { posterDid: poster.did }));
       const wrongKey = Transaction.fromBytes(Buffer.from(prep.txBytes, 'base64'));
       await wrongKey.sign(parsePrivateKey(attacker.privateKey));
       const refused2 = await inject(task.taskId, completeUpdate, { posterDid: poster.did, directTransferBytes: Buffer.from(wrongKey.toBytes()).toString('base64') });
-      expect(refused2).toMatchObject({ status: 400 });
-      expect(refused2!.message).toMatch(/not signed by the key of/);
+      expect(refused2).toMatchObject({ status: 403 });
+      expect(refused2!.message).toMatch(/did not authorise it/);
 
       expect(await balances()).toEqual(before);
-      // the structural refusal never entered history (validator); the well-formed one ran and was refused by the activity
+      // the structural refusal never entered history (validator); the well-formed one ran and was refused in its handler
       expect(await acceptedUpdates(task.taskId)).toBe(accepted + 1);
       expect(await failedWorkflowTasks(task.taskId)).toBe(0);
       expect((await handle(task.taskId).query(taskStateQuery)).status).toBe('delivered');
@@ -284,6 +286,35 @@ describe('marketplace money paths (issue 19)', () => {
       expect(after).toEqual(rest);
       expect(opBefore - opAfter).toBeLessThan(HBAR / 100n);
       expect((await ps.stack.ledger.mirror.getSchedule(foreign.scheduleId))?.executed_timestamp ?? null).toBeNull();
+    });
+  });
+
+  describe('item 1: the direct payment activity checks the poster signed it', () => {
+    it('the exact expected transfer signed by another key is refused by the activity itself; nothing moves', async () => {
+      const market = () => ps.activities as unknown as MarketLedgerActivities;
+      const task = ok(await signed('/market/tasks', poster, { posterDid: poster.did, title: 'direct, wrong key', priceHbar: 2, escrow: false }));
+      await claimAndDeliver(task.taskId);
+      const prep = ok(await signed(`/market/tasks/${task.taskId}/prepare-payment`, poster, { posterDid: poster.did }));
+      const wrongKey = Transaction.fromBytes(Buffer.from(prep.txBytes, 'base64'));
+      await wrongKey.sign(parsePrivateKey(attacker.privateKey));
+      const before = await balances();
+      const { claimerTinybars, feeTinybars } = payoutOf(2n * HBAR, feeBps);
+      const err = await market()
+        .submitDirectTransfer({
+          idempotencyKey: `test/${task.taskId}/payment`,
+          signedBytes: Buffer.from(wrongKey.toBytes()).toString('base64'),
+          taskId: task.taskId,
+          posterAccountId: poster.accountId,
+          claimerAccountId: claimer.accountId,
+          priceTinybars: (claimerTinybars + feeTinybars).toString(),
+          feeTinybars: feeTinybars.toString(),
+        })
+        .then(() => null, (e: unknown) => e as ApplicationFailure);
+      expect(err).toBeInstanceOf(ApplicationFailure);
+      expect(err!.type).toBe('ClientTransactionRefused');
+      expect(err!.message).toMatch(/not signed by the key of/);
+      expect(await balances()).toEqual(before);
+      ok(await signed(`/market/tasks/${task.taskId}/cancel`, poster, { posterDid: poster.did }));
     });
   });
 
