@@ -200,6 +200,23 @@ export function refusedAtPosting(task: Pick<TaskRecord, 'status' | 'escrow' | 'e
   return task.status === 'cancelled' && task.escrow && task.escrowStatus === 'none' && task.scheduleId === null;
 }
 
+/**
+ * Who reads a delivered result (issue 26 item 3): until the task is completed (paid), only its poster
+ * and its claimer; once completed, everyone (SPEC 5: task reads are open, and the work was paid for).
+ * A cancelled task was never paid: its result stays with the parties. Everyone else sees resultSha256
+ * and the status.
+ */
+export function resultVisibleTo(task: Pick<TaskRecord, 'status' | 'posterDid' | 'claimerDid'>, did: string | undefined): boolean {
+  return task.status === 'completed' || (did !== undefined && (did === task.posterDid || did === task.claimerDid));
+}
+
+/** A marketplace topic message as published: the topic is public, so a delivered result's reference (resultIpfs) never goes there. */
+export function publicTaskMessage(m: TaskMessage): TaskMessage {
+  if (m.resultIpfs === undefined) return m;
+  const { resultIpfs: _withheld, ...rest } = m;
+  return rest;
+}
+
 /** A result was delivered (a delivery always leaves resultBody or resultIpfs). */
 export function wasDelivered(task: Pick<TaskRecord, 'resultBody' | 'resultIpfs'>): boolean {
   return task.resultBody !== null || task.resultIpfs !== null;
@@ -532,6 +549,7 @@ export interface TaskMessage {
   paymentTxId?: string | null;
   refundTxId?: string | null;
   resultSha256?: string | null;
+  /** never published (publicTaskMessage drops it): the topic is public and the result is the parties' until completion */
   resultIpfs?: string | null;
   passed?: boolean;
   reason?: string;

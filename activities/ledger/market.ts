@@ -12,7 +12,7 @@
  *   refundEscrow           escrow -> poster
  *   submitDirectTransfer   a poster-signed transfer (tasks without escrow), checked here again
  *                          (ledger/transferCheck.ts checkPayment), submitted without any service signature
- *   publishTaskMessage     the marketplace topic message of a step
+ *   publishTaskMessage     the marketplace topic message of a step (public: ids and public values, never the result or its reference)
  *
  * Client bytes (issue 19 item 1): the workflow's input is not trusted. Whatever reaches these
  * activities (through the API, or written to Temporal by anyone else) is checked with the same
@@ -29,7 +29,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Sql } from 'postgres';
-import { paymentMemo, type TaskMessage } from '../../domain/market.js';
+import { paymentMemo, publicTaskMessage, type TaskMessage } from '../../domain/market.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import { buildHbarTransfer, buildScheduleCreate, buildScheduleDelete, buildTopicMessage } from '../../ledger/operations.js';
 import { ScheduleDeleteTransaction, Transaction, TransferTransaction, type PublicKey } from '@hashgraph/sdk';
@@ -327,7 +327,7 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerSer
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'topic_message',
-        build: () => buildTopicMessage({ topicId: deployment.topics.marketplace, message: JSON.stringify(input.message) }),
+        build: () => buildTopicMessage({ topicId: deployment.topics.marketplace, message: JSON.stringify(publicTaskMessage(input.message)) }),
       }),
     );
     return { transactionId: r.transactionId, sequenceNumber: r.receipt.topicSequenceNumber ? Number(r.receipt.topicSequenceNumber) : null };
