@@ -91,6 +91,43 @@ describe('the escrow reconciler settles tasks whose workflow is closed', () => {
   };
   /** the reconciler's activities with this file's grace (a worker's own ESCROW_RECONCILE_GRACE_S is the floor of any pass's input) */
   const reconcilerActivities = () => createEscrowReconcilerActivities({ sql: ps.sql, ledger: ps.ledgerDeps, bounds: { graceMs: GRACE_MS, maxPerPass: 20, samplePerPass: 20 } });
+  /**
+   * Runs `step` (a poster's step answered 202) on a worker whose `activity` (payoutEscrow or refundEscrow)
+   * makes the real escrow transfer and then never answers, and terminates the task's workflow once the
+   * transfer is made: the workflow stopped after its payout or refund and before it wrote the outcome.
+   */
+  const stopAfterTransfer = async (taskId: string, activity: 'payoutEscrow' | 'refundEscrow', step: () => Promise<{ status: number; body: Json }>) => {
+    const real = createMarketLedgerActivities({ sql: ps.sql, ledger: ps.ledgerDeps });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let made = false;
+    worker.worker.shutdown();
+    await worker.running;
+    const stuck = await ps.startWorker({
+      ...reconcilerActivities(),
+      [activity]: async (input: never) => {
+        const r = await (real[activity] as (i: never) => Promise<{ transactionId: string }>)(input);
+        made = true;
+        await gate;
+        return r;
+      },
+    } as never);
+    try {
+      ps.app.market.workflowWaitMs = 3_000;
+      const r = await step();
+      expect(r.status, JSON.stringify(r.body)).toBe(202);
+      const end = Date.now() + 60_000;
+      while (!made && Date.now() < end) await new Promise((res) => setTimeout(res, 200));
+      expect(made).toBe(true);
+      await terminate(taskId);
+    } finally {
+      release();
+      ps.app.market.workflowWaitMs = 60_000;
+      stuck.worker.shutdown();
+      await stuck.running;
+      worker = await ps.startWorker(reconcilerActivities() as never);
+    }
+  };
   const submissionsOf = async (key: string) => (await ps.sql<{ n: number }[]>`select count(*)::int as n from ledger_submissions where idempotency_key = ${key}`)[0].n;
 
   beforeAll(async () => {
@@ -158,37 +195,7 @@ describe('the escrow reconciler settles tasks whose workflow is closed', () => {
   it('a refund the workflow had started (recorded under its refund key, the workflow stopped before it wrote the outcome) is finished, not paid again', async () => {
     const before = await balances();
     const taskId = await postFunded(1.75);
-    // a worker whose refund activity makes the real refund and then never answers (its workflow is terminated meanwhile)
-    const real = createMarketLedgerActivities({ sql: ps.sql, ledger: ps.ledgerDeps });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let refunded = false;
-    worker.worker.shutdown();
-    await worker.running;
-    const stuck = await ps.startWorker({
-      ...reconcilerActivities(),
-      refundEscrow: async (input: Parameters<typeof real.refundEscrow>[0]) => {
-        const r = await real.refundEscrow(input);
-        refunded = true;
-        await gate;
-        return r;
-      },
-    } as never);
-    try {
-      ps.app.market.workflowWaitMs = 3_000;
-      const cancel = await signed(`/market/tasks/${taskId}/cancel`, poster, { posterDid: poster.did });
-      expect(cancel.status, JSON.stringify(cancel.body)).toBe(202);
-      const end = Date.now() + 60_000;
-      while (!refunded && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
-      expect(refunded).toBe(true);
-      await terminate(taskId);
-    } finally {
-      release();
-      ps.app.market.workflowWaitMs = 60_000;
-      stuck.worker.shutdown();
-      await stuck.running;
-      worker = await ps.startWorker(reconcilerActivities() as never);
-    }
+    await stopAfterTransfer(taskId, 'refundEscrow', () => signed(`/market/tasks/${taskId}/cancel`, poster, { posterDid: poster.did }));
     const stranded = await taskOf(taskId);
     expect(stranded).toMatchObject({ status: 'posted', escrowStatus: 'funded' }); // the projection never heard of the refund
     const made = await findSubmission(ps.sql, `task:${taskId}/refund`);
@@ -208,36 +215,7 @@ describe('the escrow reconciler settles tasks whose workflow is closed', () => {
     const taskId = await postFunded(3);
     await claim(taskId);
     await deliver(taskId);
-    const real = createMarketLedgerActivities({ sql: ps.sql, ledger: ps.ledgerDeps });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let paid = false;
-    worker.worker.shutdown();
-    await worker.running;
-    const stuck = await ps.startWorker({
-      ...reconcilerActivities(),
-      payoutEscrow: async (input: Parameters<typeof real.payoutEscrow>[0]) => {
-        const r = await real.payoutEscrow(input);
-        paid = true;
-        await gate;
-        return r;
-      },
-    } as never);
-    try {
-      ps.app.market.workflowWaitMs = 3_000;
-      const done = await signed(`/market/tasks/${taskId}/complete`, poster, { posterDid: poster.did, posterPrivateKey: poster.privateKey });
-      expect(done.status, JSON.stringify(done.body)).toBe(202);
-      const end = Date.now() + 60_000;
-      while (!paid && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
-      expect(paid).toBe(true);
-      await terminate(taskId);
-    } finally {
-      release();
-      ps.app.market.workflowWaitMs = 60_000;
-      stuck.worker.shutdown();
-      await stuck.running;
-      worker = await ps.startWorker(reconcilerActivities() as never);
-    }
+    await stopAfterTransfer(taskId, 'payoutEscrow', () => signed(`/market/tasks/${taskId}/complete`, poster, { posterDid: poster.did, posterPrivateKey: poster.privateKey }));
     expect(await taskOf(taskId)).toMatchObject({ status: 'delivered', escrowStatus: 'funded' });
     const made = await findSubmission(ps.sql, `task:${taskId}/payout`);
     expect(made?.status).toBe('succeeded');
