@@ -17,6 +17,7 @@ import { createAgentDbActivities } from './db/agents.js';
 import { createEvmActivities } from './evm/index.js';
 import { createMarketLedgerActivities } from './ledger/market.js';
 import { createMarketDbActivities } from './db/market.js';
+import { createEscrowReconcilerActivities } from './ledger/marketEscrowReconciler.js';
 import { createDomainOwnershipActivities } from './web/domainOwnership.js';
 import { createMarketVerifierActivities } from './web/marketVerifier.js';
 import { createRegistryActivities } from './ledger/registry.js';
@@ -43,6 +44,14 @@ export function createActivities(deps: ActivityDeps) {
     ...(ledger ? { ...createA2aLedgerActivities({ sql, ledger }), ...createA2aDbActivities({ sql, ledger }) } : {}),
     // marketplace tasks: escrow schedules, payouts, topic messages and the projection, only with a ledger deployment
     ...(ledger ? { ...createMarketLedgerActivities({ sql, ledger }), ...createMarketDbActivities({ sql }) } : {}),
+    // the escrow reconciler (issue 26 item 4): tasks whose workflow is closed, settled under their own keys
+    ...(ledger
+      ? createEscrowReconcilerActivities({
+          sql,
+          ledger,
+          bounds: { graceMs: config.ESCROW_RECONCILE_GRACE_S * 1000, maxPerPass: config.ESCROW_RECONCILE_MAX, samplePerPass: config.ESCROW_RECONCILE_SAMPLE },
+        })
+      : {}),
     // sponsored registry registrations: the directory record paid by the operator, only with a ledger deployment
     ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
     // one-time authorisations of money-moving workflow messages (issue 26 item 1)
