@@ -147,7 +147,7 @@ async function clusterTarget(): Promise<Target> {
     base: app.entry.url,
     agents: app.ledger.localnet.config.accounts,
     node: app.ledger.localnet.config.node,
-    ledgerClient: app.ledger.ledger.client,
+    ledgerClient: app.ledger.clients.client,
     deployment: app.ledger.deployment,
     async stop() {
       await app.stop();
