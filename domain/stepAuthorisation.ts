@@ -1,6 +1,7 @@
 /**
  * Step authorisations (issue 26 item 1; DESIGN 12 "Money integrity II"): a money-moving Update of a
- * workflow (a task's complete, cancel, increaseReward) and a task's start act only on a one-time row
+ * workflow (a task's complete, cancel, increaseReward), a task's start and the operator's signature of
+ * an operator-paid A2A message (an a2aMessage start, item 9) act only on a one-time row
  * the API wrote after it checked the caller's DID signature (db/queries/stepAuthorisations.ts). The
  * workflow consumes it through an activity before it moves anything, so neither a ciphertext copied
  * between histories nor a leaked payload codec key alone moves money: writing the row takes the API's
@@ -17,6 +18,14 @@ export type AuthorisedTaskUpdate = (typeof AUTHORISED_TASK_UPDATES)[number];
 
 export function needsStepAuthorisation(message: string): message is AuthorisedTaskUpdate {
   return (AUTHORISED_TASK_UPDATES as readonly string[]).includes(message);
+}
+
+/**
+ * The authorised argument of an operator-paid A2A message (the deprecated /a2a/send, issue 26 item 9):
+ * the chunks the worker is to sign, as the a2aMessage workflow hands them to its activity.
+ */
+export function a2aChunksSha256(chunks: readonly string[]): string {
+  return canonicalHash({ chunks: [...chunks] });
 }
 
 /**

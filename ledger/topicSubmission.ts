@@ -297,7 +297,7 @@ export const OPERATOR_CHUNK_MAX_FEE_TINYBARS = 200_000_000n;
  * as built by freezeTopicMessage: paid by the operator, to the a2a topic, for our nodes, no memo, a
  * fee offer within the SDK default, and no signature yet. Each passes as a CheckedTransaction the
  * operator pays for and signs. Whether the message was authorised is the caller's check (the API's
- * row, db/queries/a2aOperatorSends.ts). Throws TopicSubmissionError.
+ * step authorisation, db/queries/stepAuthorisations.ts). Throws TopicSubmissionError.
  */
 export function operatorPaidChunks(d: DecodedSubmission, exp: { operatorAccountId: string; topicId: string; nodeAccountIds: string[] }): CheckedTransaction[] {
   if (d.payerAccountId !== exp.operatorAccountId) throw new TopicSubmissionError(403, `the message is paid by ${d.payerAccountId}, not by the operator`);

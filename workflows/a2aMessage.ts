@@ -31,7 +31,8 @@ export async function a2aMessage(input: A2aMessageInput): Promise<A2aMessageResu
 
   let submitted;
   try {
-    submitted = await ledger.submitA2aChunks({ idempotencyKey: workflowInfo().workflowId, chunks: input.chunks });
+    // the start's nonce names the API's authorisation of an operator-paid message (issue 26 item 9)
+    submitted = await ledger.submitA2aChunks({ idempotencyKey: workflowInfo().workflowId, chunks: input.chunks, authorisation: input.binding?.nonce });
   } catch (err) {
     const cause = err instanceof ActivityFailure ? err.cause : undefined;
     if (cause instanceof ApplicationFailure && cause.type?.startsWith(LEDGER_FAILURE_PREFIX)) {

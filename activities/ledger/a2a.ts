@@ -7,12 +7,13 @@
  *                 signature to a sender's transaction.
  *   operator-paid the deprecated /a2a/send (issue 26 item 9): the API holds no operator key and hands
  *                 over the chunks unsigned; they are signed here, by the operator's submitter, only
- *                 when the API's authorisation of exactly this message (its transaction id, sender
- *                 and envelope digest, written after the sender's DID signature and daily budget were
- *                 checked) exists and is claimed by this workflow (db/queries/a2aOperatorSends.ts),
- *                 and the chunks are exactly what the API builds (ledger/topicSubmission.ts
- *                 operatorPaidChunks). A copied input under another workflow id gets nothing signed.
- *                 Chunks already signed by the operator (an API from before) are submitted as they are.
+ *                 after this run used the API's one-time authorisation of exactly these chunks (the
+ *                 start's nonce, this workflow id from the activity's own context, the envelope's
+ *                 sender, the chunks' digest; db/queries/stepAuthorisations.ts, written once the
+ *                 sender's DID signature, passports and daily budget passed), and the chunks are as the
+ *                 API builds them (ledger/topicSubmission.ts operatorPaidChunks). A copied or made-up
+ *                 input, even encrypted with the codec key, gets nothing signed. Chunks already signed
+ *                 by the operator (an API from before) are submitted as they are.
  *
  * It never trusts its input (DESIGN 11, issue 23): before submitting, the chunks are decoded and
  * checked again as one message (one message to the a2a topic, consistent chunk info, an A2A envelope
@@ -21,7 +22,6 @@
  * validity window is refused before its first chunk, so nobody pays for a message that has no time
  * left to go out.
  */
-import { createHash } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { Transaction, type Client } from '@hashgraph/sdk';
 import type { Sql } from 'postgres';
@@ -33,7 +33,9 @@ import { allChunksSignedBy, decodeSubmissionChunks, operatorPaidChunks, TopicSub
 import { clientNodeAccountIds } from '../../ledger/client.js';
 import type { CheckedTransaction } from '../../ledger/checkedTransaction.js';
 import { findSubmission } from '../../db/queries/ledgerSubmissions.js';
-import { claimOperatorSend } from '../../db/queries/a2aOperatorSends.js';
+import { useStepAuthorisation } from '../../db/queries/stepAuthorisations.js';
+import { a2aChunksSha256 } from '../../domain/stepAuthorisation.js';
+import { a2aMessageContract } from '../../workflows/contracts/a2aMessage.js';
 import { decodeEnvelope, isTrustedPayer } from '@agent-passport/core/a2a';
 import { parseHederaDid } from '@agent-passport/core/did';
 import type { LedgerServices } from '../../ledger/services.js';
@@ -42,8 +44,10 @@ import { ledgerCall } from './ledgerCall.js';
 export interface SubmitA2aChunksInput {
   /** base of the chunks' idempotency keys (the workflow id) */
   idempotencyKey: string;
-  /** one single-chunk signed transaction per chunk, base64, in chunk order */
+  /** one single-chunk signed transaction per chunk, base64, in chunk order (unsigned when the operator pays) */
   chunks: string[];
+  /** the workflow start's nonce: names the API's authorisation of an operator-paid message */
+  authorisation?: string;
 }
 
 export interface SubmitA2aChunksResult {
@@ -54,6 +58,15 @@ export interface SubmitA2aChunksResult {
 
 /** A message is not started with less than this left of its validity window (the API accepts it with 15 s left). */
 const A2A_MIN_REMAINING_MS = 5_000;
+
+/** The workflow run of the activity (none outside an activity). */
+function activityExecution(): { workflowId: string; runId: string } | null {
+  try {
+    return Context.current().info.workflowExecution ?? null;
+  } catch {
+    return null;
+  }
+}
 
 function heartbeat(details: unknown): void {
   try {
@@ -99,13 +112,13 @@ export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerServic
     const key = account && !account.deleted ? publicKeyFromMirror(account.key) : null;
     if (key && allChunksSignedBy(sub, key)) return { sub };
     if (sub.payerAccountId === deployment.operator.accountId && sub.chunks.every((c) => c.entries.every((e) => e.sigPairs.length === 0))) {
-      return { sub, operatorSigns: await authorisedOperatorChunks(sub, envelope!.from, input.idempotencyKey) };
+      return { sub, operatorSigns: await authorisedOperatorChunks(sub, envelope!.from, input) };
     }
     throw refuse('INVALID_SIGNATURE', `not every chunk is validly signed by the key of ${sub.payerAccountId}`);
   }
 
-  /** Unsigned operator-paid chunks: signed only with the API's authorisation of exactly this message, claimed by this workflow. */
-  async function authorisedOperatorChunks(sub: DecodedSubmission, senderDid: string, workflowId: string): Promise<CheckedTransaction[]> {
+  /** Unsigned operator-paid chunks: signed only once this run used the API's authorisation of exactly these chunks. */
+  async function authorisedOperatorChunks(sub: DecodedSubmission, senderDid: string, input: SubmitA2aChunksInput): Promise<CheckedTransaction[]> {
     let checked: CheckedTransaction[];
     try {
       checked = operatorPaidChunks(sub, { operatorAccountId: deployment.operator.accountId, topicId: deployment.topics.a2a, nodeAccountIds: clientNodeAccountIds(deps.ledger.client).map((n) => n.toString()) });
@@ -113,8 +126,19 @@ export function createA2aLedgerActivities(deps: { sql: Sql; ledger: LedgerServic
       if (err instanceof TopicSubmissionError) throw ApplicationFailure.create({ type: 'A2aSubmissionInvalid', message: err.message, nonRetryable: true });
       throw err;
     }
-    const claimed = await claimOperatorSend(deps.sql, { transactionId: sub.transactionId, senderDid, messageSha256: createHash('sha256').update(sub.message).digest(), workflowId });
-    if (!claimed) throw refuse('INVALID_SIGNATURE', `the operator signs message ${sub.transactionId} only as the API authorised it (POST /a2a/send), for the workflow it started`);
+    // the workflow and run from the activity's own context, never from its input
+    const exec = activityExecution();
+    const use = exec && input.authorisation
+      ? await useStepAuthorisation(deps.sql, {
+          nonce: input.authorisation,
+          workflowId: exec.workflowId,
+          message: a2aMessageContract.type,
+          callerDid: senderDid,
+          argsSha256: a2aChunksSha256(input.chunks),
+          usedBy: `${exec.runId}/submit`,
+        })
+      : 'absent';
+    if (use !== 'used') throw refuse('INVALID_SIGNATURE', `the operator signs message ${sub.transactionId} only as the API authorised it (POST /a2a/send) for this workflow (${use})`);
     return checked;
   }
 

@@ -10,8 +10,9 @@
  *   prepareOperatorSend  the deprecated send: the operator pays, within the sender's daily byte
  *                        budget (api/a2a/operatorBudget.ts); this process holds no operator key
  *                        (issue 26 item 9), so it freezes the message unsigned (explicit transaction
- *                        id of the operator, explicit node) and records its authorisation
- *                        (db/queries/a2aOperatorSends.ts), which the worker requires before it signs
+ *                        id of the operator, explicit node); deliver then records its one-time
+ *                        authorisation (db/queries/stepAuthorisations.ts), which the worker uses
+ *                        before it signs
  *   deliver              the chunk transactions (never a key) go to the a2aMessage workflow,
  *                        which submits them in order through the idempotent submitter and records
  *                        the message once the mirror shows it; waited for at most the bounded wait
@@ -29,8 +30,9 @@ import { parseHederaDid, type HederaDid } from '@agent-passport/core/did';
 import { listPassportsByAccount } from '../../db/queries/passports.js';
 import { clientNodeAccountIds } from '../../ledger/client.js';
 import { parsePublicKey } from '@agent-passport/core/keys';
-import { insertOperatorSend } from '../../db/queries/a2aOperatorSends.js';
-import { createHash } from 'node:crypto';
+import { recordStepAuthorisation } from '../../db/queries/stepAuthorisations.js';
+import { a2aChunksSha256 } from '../../domain/stepAuthorisation.js';
+import { bound } from '../../temporal/workflows.js';
 import { toMirrorTransactionId } from '../../ledger/mirror.js';
 import {
   addChunkSignatures,
@@ -64,6 +66,12 @@ export interface A2aMessageFields {
   to: string;
   body: string;
   contentType?: string;
+}
+
+/** A message frozen for the operator to pay, which the worker signs under the authorisation deliver records. */
+export interface OperatorSend {
+  sub: DecodedSubmission;
+  senderDid: string;
 }
 
 /** What a send ends in: the message on the topic, or its workflow still running after the bounded wait. */
@@ -156,21 +164,29 @@ export function a2aMessages(ctx: AppContext, settings: WorkflowSettings) {
    * The deprecated send: the parties, then the sender's daily operator budget (429), then the message
    * frozen unsigned for the operator to pay and its authorisation recorded; the worker signs it.
    */
-  async function prepareOperatorSend(msg: A2aMessageFields): Promise<DecodedSubmission> {
+  async function prepareOperatorSend(msg: A2aMessageFields): Promise<OperatorSend> {
     await checkParties(msg.from, msg.to);
     const message = encodeEnvelope(envelopeOf(msg));
     await operatorBudget.take(msg.from, message.length);
     const sub = freezeTopicMessage({ topicId, message, payerAccountId: operator.accountId, nodeAccountIds: [buildNode], chunkSize: A2A_CHUNK_BYTES });
-    await insertOperatorSend(sql, { transactionId: sub.transactionId, senderDid: msg.from, messageSha256: createHash('sha256').update(message).digest() });
-    return sub;
+    return { sub, senderDid: msg.from };
   }
 
-  /** Starts (or attaches to) the message's workflow with its chunks; a ledger refusal is the error the sender can act on. */
-  async function deliver(sub: DecodedSubmission): Promise<DeliveryOutcome> {
+  /**
+   * Starts (or attaches to) the message's workflow with its chunks; a ledger refusal is the error the
+   * sender can act on. An operator-paid message first gets its one-time authorisation: the start's
+   * nonce, this workflow, its sender and the digest of exactly the chunks the worker is to sign.
+   */
+  async function deliver(send: DecodedSubmission | OperatorSend): Promise<DeliveryOutcome> {
+    const sub = 'senderDid' in send ? send.sub : send;
     const messageId = toMirrorTransactionId(sub.transactionId);
     const workflowId = scopedWorkflowId(settings, a2aMessageWorkflowId(sub.transactionId));
     const chunks = splitChunks(sub).map((b) => Buffer.from(b).toString('base64'));
-    const handle = await startOrAttach(ctx, a2aMessageContract, workflowId, { messageId, transactionId: sub.transactionId, chunks, timings: settings.timings });
+    const input = bound({ messageId, transactionId: sub.transactionId, chunks, timings: settings.timings }, workflowId, a2aMessageContract.type);
+    if ('senderDid' in send) {
+      await recordStepAuthorisation(sql, { nonce: input.binding.nonce, workflowId, message: a2aMessageContract.type, callerDid: send.senderDid, argsSha256: a2aChunksSha256(chunks) });
+    }
+    const handle = await startOrAttach(ctx, a2aMessageContract, workflowId, input);
     const result = await waitForResult(handle, settings.workflowWaitMs).catch((err: unknown) => {
       if (err instanceof ApiError && err.code === 'execution_failed') {
         throw new ApiError('execution_failed', 'The message could not be submitted to the topic', { hint: `Retry the request; workflow ${workflowId}` });

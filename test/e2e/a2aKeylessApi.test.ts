@@ -117,9 +117,10 @@ describe('a production API process without the operator key serves /a2a/send, si
     const sent = raw.find((m) => m.sequence_number === r.body.sequenceNumber);
     expect(sent?.payer_account_id).toBe(operator);
     expect(await mirror.getHbarBalance(alice.accountId)).toBe(aliceBefore);
-    // the worker signed it under the API's authorisation, which the message's own workflow claimed
-    const rows = await ps.sql<{ sender_did: string; workflow_id: string }[]>`select sender_did, workflow_id from a2a_operator_sends where transaction_id = ${r.body.transactionId}`;
-    expect(rows).toEqual([{ sender_did: alice.did, workflow_id: ps.workflowId(`a2a:${r.body.transactionId}`) }]);
+    // the worker signed it under the API's one-time authorisation, which the message's own workflow used
+    const rows = await ps.sql<{ caller_did: string; used: boolean }[]>`
+      select caller_did, used_by is not null as used from step_authorisations where workflow_id = ${ps.workflowId(`a2a:${r.body.transactionId}`)} and message = 'a2aMessage'`;
+    expect(rows).toEqual([{ caller_did: alice.did, used: true }]);
     // it reads back from the inbox, as any message
     const inbox = (await (await fetch(`${url}/a2a/inbox?did=${encodeURIComponent(bob.did)}`)).json()) as Json;
     expect(inbox.messages.map((m: Json) => m.id)).toContain(r.body.id);

@@ -8,9 +8,12 @@ import { createA2aLedgerActivities } from '../../activities/ledger/a2a.js';
 import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '@agent-passport/core/a2a';
 import { parsePrivateKey, signTransaction } from '@agent-passport/core/keys';
 import { freezeTopicMessage, decodeTopicSubmission, signTopicMessage, splitChunks, type DecodedSubmission } from '../../ledger/topicSubmission.js';
-import { insertOperatorSend } from '../../db/queries/a2aOperatorSends.js';
+import { recordStepAuthorisation } from '../../db/queries/stepAuthorisations.js';
+import { a2aChunksSha256 } from '../../domain/stepAuthorisation.js';
+import { a2aMessageContract } from '../../workflows/contracts/a2aMessage.js';
 import type { TestAgent } from '../support/signing.js';
-import { createHash } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { startPassportStack, type PassportStack } from './passportHarness.js';
 
 describe('A2A chunks are checked again by the activity that submits them', () => {
@@ -79,42 +82,57 @@ describe('A2A chunks are checked again by the activity that submits them', () =>
     expect(await ps.stack.ledger.mirror.getHbarBalance(a.accountId)).toBe(before);
   });
 
-  // issue 26 item 9: the worker signs an operator-paid message (the deprecated /a2a/send) only as the API
-  // authorised it, for the workflow that claims the authorisation; anyone who starts the workflow with
-  // copied or made-up chunks gets nothing signed and the operator pays for nothing
+  // issue 26 item 9: the worker signs an operator-paid message (the deprecated /a2a/send) only after its run used
+  // the API's one-time authorisation of exactly these chunks (db/queries/stepAuthorisations.ts); anyone who
+  // starts the workflow with copied or made-up chunks (even encrypted with the codec key) gets nothing signed
   describe('operator-paid chunks (unsigned: the worker signs them)', () => {
     const operatorMessage = (from: TestAgent, to: TestAgent, body: string) =>
       freezeTopicMessage({ topicId: ps.stack.deployment.topics.a2a, message: message(from.did, to.did, body), payerAccountId: ps.stack.deployment.operator.accountId, nodeAccountIds: [node()], chunkSize: A2A_CHUNK_BYTES });
-    const authorise = (sub: DecodedSubmission, sender: string) =>
-      insertOperatorSend(ps.sql, { transactionId: sub.transactionId, senderDid: sender, messageSha256: createHash('sha256').update(sub.message).digest() });
+    /** what the API writes for POST /a2a/send: the start's nonce, the workflow, the sender, the chunks' digest */
+    const authorise = async (workflowId: string, chunks: string[], sender: string) => {
+      const nonce = randomUUID();
+      await recordStepAuthorisation(ps.sql, { nonce, workflowId, message: a2aMessageContract.type, callerDid: sender, argsSha256: a2aChunksSha256(chunks) });
+      return nonce;
+    };
+    /** the activity as the a2aMessage run `workflowId` runs it */
+    const submitIn = (workflowId: string, input: Parameters<typeof submit>[0], runId = randomUUID()): ReturnType<typeof submit> =>
+      new MockActivityEnvironment({ workflowExecution: { workflowId, runId } }).run(submit, input);
     const operatorPaid = async () => (await ps.stack.ledger.mirror.getTopicMessages(ps.stack.deployment.topics.a2a)).filter((m) => m.payer_account_id === ps.stack.deployment.operator.accountId).length;
 
-    it('without the API\'s authorisation: refused, nothing submitted', async () => {
+    it("without the API's authorisation: refused, nothing submitted", async () => {
       const [a, b] = ps.agents;
-      const sub = operatorMessage(a!, b!, 'nobody authorised this');
-      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-none', chunks: chunksOf(sub) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: .*only as the API authorised it/);
+      const chunks = chunksOf(operatorMessage(a!, b!, 'nobody authorised this'));
+      expect(await failureOf(submitIn('a2a:op-none', { idempotencyKey: 'a2a-check/op-none', chunks }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: .*only as the API authorised it.*\(absent\)/);
+      expect(await failureOf(submitIn('a2a:op-none', { idempotencyKey: 'a2a-check/op-none', chunks, authorisation: randomUUID() }))).toMatch(/\(absent\)/);
+      // outside a workflow run there is no run to use an authorisation
+      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-none', chunks, authorisation: await authorise('a2a:op-none', chunks, a!.did) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: /);
       expect(await submissions('a2a-check/op-none')).toBe(0);
     });
 
-    it('authorised: signed by the worker and submitted once, for the workflow that claimed it; the same chunks under another workflow are refused', async () => {
+    it('authorised: signed by the worker and submitted once by the run that used it; another run or workflow with the same input is refused', async () => {
       const [a, b] = ps.agents;
       const sub = operatorMessage(a!, b!, 'authorised by the API');
-      await authorise(sub, a!.did);
+      const chunks = chunksOf(sub);
+      const nonce = await authorise('a2a:op-ok', chunks, a!.did);
       const before = await operatorPaid();
-      const r = await submit({ idempotencyKey: 'a2a-check/op-ok', chunks: chunksOf(sub) });
+      const runId = randomUUID();
+      const r = await submitIn('a2a:op-ok', { idempotencyKey: 'a2a-check/op-ok', chunks, authorisation: nonce }, runId);
       expect(r.sequenceNumbers).toHaveLength(1);
       expect(r.transactionIds[0]).toBe(sub.transactionId);
-      // a retry of the same workflow's activity reuses the record
-      expect(await submit({ idempotencyKey: 'a2a-check/op-ok', chunks: chunksOf(sub) })).toEqual(r);
-      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-copy', chunks: chunksOf(sub) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: /);
+      // a retry of the same run's activity reuses the record
+      expect(await submitIn('a2a:op-ok', { idempotencyKey: 'a2a-check/op-ok', chunks, authorisation: nonce }, runId)).toEqual(r);
+      // the same input copied into another workflow, or started again as another run: nothing signed
+      expect(await failureOf(submitIn('a2a:op-copy', { idempotencyKey: 'a2a-check/op-copy', chunks, authorisation: nonce }))).toMatch(/\(mismatch\)/);
+      expect(await failureOf(submitIn('a2a:op-ok', { idempotencyKey: 'a2a-check/op-again', chunks, authorisation: nonce }))).toMatch(/\(used_elsewhere\)/);
       expect(await submissions('a2a-check/op-copy')).toBe(0);
+      expect(await submissions('a2a-check/op-again')).toBe(0);
       expect(await operatorPaid()).toBe(before + 1);
     });
 
-    it('an authorisation covers exactly its message: another body or another sender under its transaction id is refused', async () => {
+    it('an authorisation covers exactly its chunks and sender: another body under its transaction id, or another sender, is refused', async () => {
       const [a, b, c] = ps.agents;
       const sub = operatorMessage(a!, b!, 'the authorised body');
-      await authorise(sub, a!.did);
+      const nonce = await authorise('a2a:op-forged', chunksOf(sub), a!.did);
       // the same transaction id carrying another message (made up by whoever reaches Temporal)
       const forged = new TopicMessageSubmitTransaction()
         .setTopicId(ps.stack.deployment.topics.a2a)
@@ -126,10 +144,11 @@ describe('A2A chunks are checked again by the activity that submits them', () =>
         .freeze();
       const forgedSub = decodeTopicSubmission(forged.toBytes());
       expect(forgedSub.transactionId).toBe(sub.transactionId);
-      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-forged', chunks: chunksOf(forgedSub) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: /);
-      const otherSender = operatorMessage(c!, b!, 'the authorised body');
-      await authorise(otherSender, a!.did); // authorised for a, but the envelope names c
-      expect(await failureOf(submit({ idempotencyKey: 'a2a-check/op-sender', chunks: chunksOf(otherSender) }))).toMatch(/^LedgerError\.INVALID_SIGNATURE: /);
+      expect(await failureOf(submitIn('a2a:op-forged', { idempotencyKey: 'a2a-check/op-forged', chunks: chunksOf(forgedSub), authorisation: nonce }))).toMatch(/\(mismatch\)/);
+      // authorised for a, but the envelope names c
+      const otherSender = chunksOf(operatorMessage(c!, b!, 'the authorised body'));
+      const forA = await authorise('a2a:op-sender', otherSender, a!.did);
+      expect(await failureOf(submitIn('a2a:op-sender', { idempotencyKey: 'a2a-check/op-sender', chunks: otherSender, authorisation: forA }))).toMatch(/\(mismatch\)/);
       expect(await submissions('a2a-check/op-forged')).toBe(0);
       expect(await submissions('a2a-check/op-sender')).toBe(0);
     });
