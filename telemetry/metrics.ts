@@ -14,6 +14,9 @@ import { isCatalogCode } from '../domain/errors.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
+// prom-client's gauges named *_total break Prometheus's naming rule (promtool check metrics refuses them);
+// the same figures stay in nodejs_active_handles / _requests / _resources by type
+for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
 
 const PREFIX = 'agent_passport_';
 

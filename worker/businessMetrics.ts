@@ -14,6 +14,8 @@
  * last complete pass tells how fresh the gauges are.
  */
 import type { Sql } from 'postgres';
+import { context } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import type { LedgerServices } from '../ledger/services.js';
@@ -110,9 +112,11 @@ export function startBusinessMetrics(deps: BusinessMetricsDeps): { stop(): Promi
     return own;
   };
   let running: Promise<unknown> = Promise.resolve();
+  // the passes' own mirror and Temporal calls are no one's request: no trace of their own every interval
+  const untraced = suppressTracing(context.active());
   const pass = () => {
-    running = client()
-      .then((temporal) => refreshBusinessMetrics({ ...deps, temporal }))
+    running = context
+      .with(untraced, () => client().then((temporal) => refreshBusinessMetrics({ ...deps, temporal })))
       .catch(() => businessMetricsErrors.labels('temporal').inc())
       .finally(() => {
         if (!stopped) timer = setTimeout(pass, deps.config.METRICS_BUSINESS_EVERY_MS).unref();
