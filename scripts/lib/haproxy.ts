@@ -72,13 +72,20 @@ export function renderHaproxyConfig(layout: HaproxyLayout, source = fs.readFileS
   return out;
 }
 
+export interface HaproxyStats {
+  answered: Record<string, number>;
+  redispatched: number;
+  retried: number;
+  serversUp: Record<string, boolean>;
+}
+
 export interface Haproxy {
   url: string;
   port: number;
   metricsUrl: string;
   child: ManagedChild;
-  /** from HAProxy's own metrics: answers per API instance, requests redispatched or retried, instances up */
-  stats(): Promise<{ answered: Record<string, number>; redispatched: number; retried: number; serversUp: Record<string, boolean> }>;
+  /** from HAProxy's own metrics: answers per API instance, requests redispatched or retried, instances up (after stop(): the last figures) */
+  stats(): Promise<HaproxyStats>;
   stop(): Promise<void>;
 }
 
@@ -112,21 +119,27 @@ export async function startHaproxy(o: HaproxyLayout & { dir: string; log?: (line
   }
   const host = o.host ?? '127.0.0.1';
   const metricsUrl = `http://${host}:${o.metricsPort}/metrics`;
+  const read = async (): Promise<HaproxyStats> => {
+    const text = await (await fetch(metricsUrl)).text();
+    const status = sumBy(text, 'haproxy_server_status', 'server', { proxy: 'apis', state: 'UP' });
+    return {
+      answered: sumBy(text, 'haproxy_server_http_responses_total', 'server', { proxy: 'apis' }),
+      redispatched: sumBy(text, 'haproxy_backend_redispatch_warnings_total', null, { proxy: 'apis' })[''] ?? 0,
+      retried: sumBy(text, 'haproxy_backend_retry_warnings_total', null, { proxy: 'apis' })[''] ?? 0,
+      serversUp: Object.fromEntries(o.apiPorts.map((_, i) => [`api-${i + 1}`, (status[`api-${i + 1}`] ?? 0) === 1])),
+    };
+  };
+  // the counters die with the process: stop() keeps the last reading for a report made afterwards
+  let final: HaproxyStats | undefined;
   return {
     url: `http://${host}:${o.entryPort}`,
     port: o.entryPort,
     metricsUrl,
     child,
-    async stats() {
-      const text = await (await fetch(metricsUrl)).text();
-      const status = sumBy(text, 'haproxy_server_status', 'server', { proxy: 'apis', state: 'UP' });
-      return {
-        answered: sumBy(text, 'haproxy_server_http_responses_total', 'server', { proxy: 'apis' }),
-        redispatched: sumBy(text, 'haproxy_backend_redispatch_warnings_total', null, { proxy: 'apis' })[''] ?? 0,
-        retried: sumBy(text, 'haproxy_backend_retry_warnings_total', null, { proxy: 'apis' })[''] ?? 0,
-        serversUp: Object.fromEntries(o.apiPorts.map((_, i) => [`api-${i + 1}`, (status[`api-${i + 1}`] ?? 0) === 1])),
-      };
+    stats: async () => final ?? read(),
+    async stop() {
+      if (!final) final = await read().catch(() => ({ answered: {}, redispatched: 0, retried: 0, serversUp: {} }));
+      await child.stop();
     },
-    stop: () => child.stop(),
   };
 }
