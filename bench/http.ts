@@ -16,7 +16,8 @@
  *   - and the real app twice more with operators' telemetry on (issue 30), started as api/server.ts
  *     starts it (telemetry/process.ts): `+metrics` serves METRICS_PORT (RED per route, tracing off: no
  *     OTLP endpoint), `+metrics+traces` also exports every request's spans over OTLP (http/protobuf,
- *     the default) to a local receiver in this process that answers 200 and keeps nothing
+ *     the default) to a local receiver in this process that answers 200 and keeps nothing, and
+ *     `+metrics +traces 5%` the same with one request in twenty sampled (parentbased_traceidratio 0.05)
  *     (BENCH_TELEMETRY=0 measures the app and bare only).
  * Before measuring it checks that all answer byte-identical bodies. Then for each route: the servers
  * in alternating rounds (BENCH_ROUNDS=5 of BENCH_SECONDS=2 each), same connections; prints
@@ -247,6 +248,8 @@ async function main() {
       const variants: Array<{ name: string; env: Record<string, string> }> = [
         { name: 'app +metrics', env: { METRICS_PORT: '0' } },
         { name: 'app +metrics +traces', env: { METRICS_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } },
+        // what a busy deployment runs: one request in twenty traced (the others make no recording span)
+        { name: 'app +metrics +traces 5%', env: { METRICS_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.05' } },
       ];
       for (const v of variants) {
         const proc = await startChild('serve-app', appEnv({ ...stack.env, DATABASE_URL: dbUrl, ...v.env }));
