@@ -1,11 +1,11 @@
 /**
  * The one way the service's adapters (the ledger submitter, the mirror client, viem's transport, the
  * x402 facilitator, ledger activities) open a span of their own. While tracing is off (no OTLP
- * endpoint: telemetry/tracing.ts never started) `withSpan` only calls `fn`: no span object, no context
- * switch. Attributes are chosen by the callers: ids and statuses, never a key, a token, a payment
+ * endpoint: telemetry/tracing.ts never started), or outside any trace, `withSpan` only calls `fn`: no
+ * span object, no context switch. Attributes are chosen by the callers: ids and statuses, never a key, a token, a payment
  * header, a request or result body.
  */
-import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanStatusCode, context, trace, type Attributes, type Span } from '@opentelemetry/api';
 
 let enabled = false;
 
@@ -25,7 +25,9 @@ const tracer = () => trace.getTracer('agent-passport');
  * active span; an error ends it with status ERROR and the error's name and message (never a stack).
  */
 export async function withSpan<T>(name: string, attributes: Attributes, fn: (span?: Span) => Promise<T>): Promise<T> {
-  if (!enabled) return fn();
+  // a span of an adapter only inside a trace (a traced request, an activity): background work and
+  // untraced reads start no trace of their own
+  if (!enabled || trace.getSpan(context.active()) === undefined) return fn();
   return tracer().startActiveSpan(name, { attributes }, async (span) => {
     try {
       return await fn(span);
