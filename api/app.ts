@@ -51,6 +51,9 @@ import mcpRoutes from './routes/mcp.js';
 import { AccessLog, lazyChildLogger } from './requestLogger.js';
 import { initialWorkflowSettings } from './workflowSettings.js';
 import { installTrustSnapshots } from './trust/snapshots.js';
+import metricsPlugin from './plugins/metrics.js';
+import tracingPlugin from './plugins/tracing.js';
+import { tracingEnabled } from '../telemetry/spans.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -137,6 +140,10 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     done(null, payload);
   });
 
+  // operators' telemetry (issue 30), before every hook and route: a request span while tracing runs
+  // (OTLP endpoint set), RED metrics per route template while this process serves METRICS_PORT
+  if (tracingEnabled()) await app.register(tracingPlugin);
+  if (ctx.config.METRICS_PORT !== undefined) await app.register(metricsPlugin);
   await app.register(errorHandler, { bodyLimit: BODY_LIMIT_BYTES });
   // security headers, CORS and x-request-id on every answer (the 503 below included)
   await app.register(securityPlugin, { corsOrigins: ctx.config.CORS_ORIGINS });

@@ -6,11 +6,14 @@ import { lazyTemporalClient } from '../temporal/client.js';
 import { DeploymentError } from '../ledger/deployment.js';
 import { buildApp } from './app.js';
 import { apiLedgerContext, type LedgerContext } from './context.js';
+import { startProcessTelemetry } from '../telemetry/process.js';
 
 async function main() {
   const config = loadConfig(process.env, { role: 'api' });
+  // first: spans and metrics of everything below (issue 30; nothing without METRICS_PORT / an OTLP endpoint)
+  const telemetry = await startProcessTelemetry(config, 'api');
   const sql = config.DATABASE_URL ? createSql(config.DATABASE_URL) : undefined;
-  const temporal = lazyTemporalClient(config);
+  const temporal = lazyTemporalClient(config, { interceptors: telemetry.clientInterceptors });
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, { lazyConnect: false, maxRetriesPerRequest: 2 }) : undefined;
   let ledger: LedgerContext | undefined;
   try {
@@ -35,12 +38,14 @@ async function main() {
     await sql?.end({ timeout: 5 });
     redis?.disconnect();
     ledger?.client.close();
+    await telemetry.shutdown(); // the last spans are flushed
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
   await app.listen({ host: config.HOST, port: config.PORT });
+  app.log.info(telemetry.describe());
 }
 
 main().catch((err) => {

@@ -12,9 +12,15 @@
  *     request id, security headers, CORS, rate limit raised to 10^9, logger at info into /dev/null:
  *     successes write no access line at info, BENCH_LOG_LEVEL=debug writes one per answer);
  *   - `serve-bare`: bare Fastify, one route per path answering the very JSON the app answered
- *     (parsed once, serialised by Fastify's default JSON path), no plugins.
- * Before measuring it checks that both answer byte-identical bodies. Then for each route: app and
- * bare in alternating rounds (BENCH_ROUNDS=5 of BENCH_SECONDS=2 each), same connections; prints
+ *     (parsed once, serialised by Fastify's default JSON path), no plugins;
+ *   - and the real app twice more with operators' telemetry on (issue 30), started as api/server.ts
+ *     starts it (telemetry/process.ts): `+metrics` serves METRICS_PORT (RED per route, tracing off: no
+ *     OTLP endpoint), `+metrics+traces` also exports every request's spans over OTLP (http/protobuf,
+ *     the default) to a local receiver in this process that answers 200 and keeps nothing, and
+ *     `+metrics +traces 5%` the same with one request in twenty sampled (parentbased_traceidratio 0.05)
+ *     (BENCH_TELEMETRY=0 measures the app and bare only).
+ * Before measuring it checks that all answer byte-identical bodies. Then for each route: the servers
+ * in alternating rounds (BENCH_ROUNDS=5 of BENCH_SECONDS=2 each), same connections; prints
  * req/s (mean of rounds), p99 latency (median of rounds) and the app/bare ratio (median of the
  * rounds' ratios) per route, and the CPU time each server process spent per request (its
  * process.cpuUsage() around each round, asked over IPC): on a machine shared with other work the
@@ -38,13 +44,17 @@ const self = fileURLToPath(import.meta.url);
 
 /** Environment of the app process: the same config loader as production, limits raised. */
 function appEnv(extra: Record<string, string>): Record<string, string> {
-  return { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', EVM_CHAIN_ID: String(CHAIN_ID), NODE_ENV: 'development', ...extra };
+  // one public origin for every app process (as production sets it), so their links and bodies are the same bytes
+  return { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', RATE_LIMIT_MAX: '1000000000', EVM_CHAIN_ID: String(CHAIN_ID), NODE_ENV: 'development', PUBLIC_BASE_URL: 'http://127.0.0.1:3000', ...extra };
 }
 
 // ------------------------------------------------------------------ child: the real app
 
 async function serveApp() {
   const { loadConfig } = await import('../config/index.js');
+  // telemetry first, as api/server.ts starts it (nothing without METRICS_PORT / an OTLP endpoint)
+  const { startProcessTelemetry } = await import('../telemetry/process.js');
+  await startProcessTelemetry(loadConfig(process.env), 'api');
   const { createSql } = await import('../db/client.js');
   const { apiLedgerContext } = await import('../api/context.js');
   const { buildApp } = await import('../api/app.js');
@@ -127,27 +137,24 @@ async function run(server: Server, urlPath: string, seconds: number) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /**
- * App and bare in alternating rounds (app, bare, app, bare, ...), so a change in the machine's
- * background load hits both alike; the ratio is the median of the rounds' ratios.
+ * The servers in alternating rounds (app, bare, ..., app, bare, ...), so a change in the machine's
+ * background load hits them alike; each one's ratio to bare (the last server) is the median of the
+ * rounds' ratios.
  */
-async function compare(appServer: Server, bareServer: Server, urlPath: string) {
-  await run(appServer, urlPath, 1); // warm-up
-  await run(bareServer, urlPath, 1);
+async function compare(servers: Server[], urlPath: string) {
+  for (const server of servers) await run(server, urlPath, 1); // warm-up
   type Round = Awaited<ReturnType<typeof run>>;
-  const app: Round[] = [];
-  const bare: Round[] = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    app.push(await run(appServer, urlPath, SECONDS));
-    bare.push(await run(bareServer, urlPath, SECONDS));
-  }
+  const rounds: Round[][] = servers.map(() => []);
+  for (let i = 0; i < ROUNDS; i++) for (const [k, server] of servers.entries()) rounds[k]!.push(await run(server, urlPath, SECONDS));
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const side = (rs: Round[]) => ({ rps: mean(rs.map((r) => r.rps)), p99: median(rs.map((r) => r.p99)), cpu: median(rs.map((r) => r.cpuPerRequest)) });
-  return {
-    app: side(app),
-    bare: side(bare),
-    ratio: median(app.map((r, i) => r.rps / bare[i]!.rps)),
-    cpuRatio: median(app.map((r, i) => bare[i]!.cpuPerRequest / r.cpuPerRequest)),
-  };
+  const bare = rounds[rounds.length - 1]!;
+  return rounds.map((rs) => ({
+    rps: mean(rs.map((r) => r.rps)),
+    p99: median(rs.map((r) => r.p99)),
+    cpu: median(rs.map((r) => r.cpuPerRequest)),
+    ratio: median(rs.map((r, i) => r.rps / bare[i]!.rps)),
+    cpuRatio: median(rs.map((r, i) => bare[i]!.cpuPerRequest / r.cpuPerRequest)),
+  }));
 }
 
 async function main() {
@@ -157,6 +164,7 @@ async function main() {
   const { recordIssuedPassport } = await import('../db/queries/passports.js');
   const { storeBatch } = await import('../db/queries/chainEvents.js');
   const { startLedgerStack } = await import('../test/support/ledgerStack.js');
+  const { startOtlpReceiver } = await import('../test/support/otlpReceiver.js');
 
   const db = await throwawayDatabase('http');
   const dbUrl = db.url;
@@ -164,6 +172,7 @@ async function main() {
   const stack = await startLedgerStack('bench-http');
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'bench-http-'));
   const children: ChildProcess[] = [];
+  let receiver: Awaited<ReturnType<typeof startOtlpReceiver>> | undefined;
   try {
     // data: one passport per localnet account, 50 chain events
     const agents = stack.localnet.config.accounts;
@@ -228,28 +237,55 @@ async function main() {
     const bareProc = await startChild('serve-bare', { BENCH_BODIES: bodiesFile });
     children.push(bareProc.child);
     const bareBase = `http://127.0.0.1:${bareProc.port}`;
+
+    // the same app with operators' telemetry on: metrics only, then metrics and traces to a local OTLP receiver
+    const servers: Array<Server & { name: string }> = [{ name: 'app', base: appBase, child: appProc.child }];
+    if (process.env.BENCH_TELEMETRY !== '0') {
+      receiver = await startOtlpReceiver({ keep: false });
+      const variants: Array<{ name: string; env: Record<string, string> }> = [
+        { name: 'app +metrics', env: { METRICS_PORT: '0' } },
+        { name: 'app +metrics +traces', env: { METRICS_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } },
+        // what a busy deployment runs: one request in twenty traced (the others make no recording span)
+        { name: 'app +metrics +traces 5%', env: { METRICS_PORT: '0', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.05' } },
+      ];
+      for (const v of variants) {
+        const proc = await startChild('serve-app', appEnv({ ...stack.env, DATABASE_URL: dbUrl, ...v.env }));
+        children.push(proc.child);
+        servers.push({ name: v.name, base: `http://127.0.0.1:${proc.port}`, child: proc.child });
+      }
+    }
+    servers.push({ name: 'bare', base: bareBase, child: bareProc.child });
+    // the same bytes everywhere (a process's own uptime in /health aside)
+    const sameBody = (s: string) => s.replace(/"uptimeSeconds":[\d.]+/, '"uptimeSeconds":0');
     for (const b of bodies) {
-      const bare = await (await fetch(`${bareBase}${b.path}`)).text();
-      if (bare !== b.body) throw new Error(`${b.path}: the bare route does not answer the same bytes`);
+      for (const server of servers.slice(1)) {
+        const got = await (await fetch(`${server.base}${b.path}`)).text();
+        if (sameBody(got) !== sameBody(b.body)) throw new Error(`${b.path}: ${server.name} does not answer the same bytes`);
+      }
     }
 
     // BENCH_ROUTES=/health,/did: measure only the routes whose name starts with one of these
     const only = process.env.BENCH_ROUTES?.split(',');
     if (only) routes.splice(0, routes.length, ...routes.filter((r) => only.some((o) => r.name.startsWith(o))));
-    log(`measuring ${routes.length} routes: ${ROUNDS} rounds of ${SECONDS} s per server, alternating, ${CONNECTIONS} connections`);
+    log(`measuring ${routes.length} routes: ${ROUNDS} rounds of ${SECONDS} s per server (${servers.map((s) => s.name).join(', ')}), alternating, ${CONNECTIONS} connections`);
     const rows: string[] = [];
     for (const r of routes) {
-      const { app, bare, ratio, cpuRatio } = await compare({ base: appBase, child: appProc.child }, { base: bareBase, child: bareProc.child }, r.path);
-      rows.push(
-        `| ${r.name} | ${Math.round(app.rps).toLocaleString('en-US')} | ${app.p99} | ${Math.round(bare.rps).toLocaleString('en-US')} | ${bare.p99} | ${(ratio * 100).toFixed(0)}% | ${Math.round(app.cpu)} | ${Math.round(bare.cpu)} | ${(cpuRatio * 100).toFixed(0)}% |`,
-      );
-      log(`  ${r.name}: ${(ratio * 100).toFixed(0)}%`);
+      const results = await compare(servers, r.path);
+      const bare = results[results.length - 1]!;
+      for (const [k, server] of servers.slice(0, -1).entries()) {
+        const x = results[k]!;
+        rows.push(
+          `| ${r.name} | ${server.name} | ${Math.round(x.rps).toLocaleString('en-US')} | ${x.p99} | ${Math.round(bare.rps).toLocaleString('en-US')} | ${bare.p99} | ${(x.ratio * 100).toFixed(0)}% | ${Math.round(x.cpu)} | ${Math.round(bare.cpu)} | ${(x.cpuRatio * 100).toFixed(0)}% |`,
+        );
+      }
+      log(`  ${r.name}: ${results.slice(0, -1).map((x, k) => `${servers[k]!.name} ${(x.ratio * 100).toFixed(0)}%`).join(', ')}`);
     }
     const bytes = Object.fromEntries(bodies.map((b) => [b.path, b.body.length]));
     console.log(`\nHot reads over HTTP, ${ROUNDS} alternating rounds of ${SECONDS} s per route and server, ${CONNECTIONS} connections (autocannon), same run`);
+    if (receiver) console.log(`OTLP receiver: ${receiver.requests().count} export requests, ${(receiver.requests().bytes / 1e6).toFixed(1)} MB of spans received`);
     console.log(`${new Date().toISOString()} | ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'} | node ${process.version} | load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
-    console.log('| route | app req/s | app p99 ms | bare req/s | bare p99 ms | req/s app / bare | app CPU µs/req | bare CPU µs/req | CPU bare / app |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log('| route | server | req/s | p99 ms | bare req/s | bare p99 ms | req/s / bare | CPU µs/req | bare CPU µs/req | CPU bare / server |');
+    console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of rows) console.log(row);
     console.log(`\nbody sizes (bytes): ${JSON.stringify(bytes)}`);
   } finally {
@@ -264,6 +300,7 @@ async function main() {
           }),
       ),
     );
+    await receiver?.close();
     await sql.end();
     await stack.stop();
     await db.drop();

@@ -218,6 +218,26 @@ export const configSchema = z.object({
   TRUST_SCANS_HOURLY_PER_SITE: z.coerce.number().int().min(0).default(30),
   /** EVM key (0x + 64 hex) that sends attestDomain; must be a minter of the passport contract. A secret: worker only */
   EVM_ATTESTER_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be 0x and 64 hex characters').optional(),
+
+  // Operators' telemetry (issue 30; docs/operations.md). The OTEL_* names are the OpenTelemetry specification's:
+  // the ones below are checked here; the SDK reads the rest itself (OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER,
+  // OTEL_TRACES_SAMPLER_ARG, OTEL_RESOURCE_ATTRIBUTES, OTEL_BSP_*), as the specification names them.
+  /** the Prometheus endpoint of this process (GET /metrics, text format); unset: none; 0: a free port (tests) */
+  METRICS_PORT: port.optional(),
+  /** its address: loopback by default, so only a scraper on the same host (or a sidecar) reads it */
+  METRICS_HOST: z.string().default('127.0.0.1'),
+  /** how often the worker recomputes the business gauges (escrow drift, payments awaiting reconciliation, refunds, the reconciler's last run) */
+  METRICS_BUSINESS_EVERY_MS: z.coerce.number().int().min(1_000).default(30_000),
+  /** where traces go (OTLP); unset (and no OTEL_EXPORTER_OTLP_TRACES_ENDPOINT): no tracing at all */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
+  /** OTLP transport (specification default http/protobuf; http/json; grpc) */
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/protobuf', 'http/json', 'grpc']).default('http/protobuf'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['http/protobuf', 'http/json', 'grpc']).optional(),
+  /** service.name of the spans (default agent-passport-api / agent-passport-worker) */
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  /** true: no tracing even with an endpoint */
+  OTEL_SDK_DISABLED: bool.default(false),
 });
 
 export type Config = z.infer<typeof configSchema>;

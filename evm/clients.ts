@@ -12,6 +12,7 @@ import {
   type WalletClient,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
+import { withSpan } from '../telemetry/spans.js';
 
 export interface EvmEndpoint {
   rpcUrl: string;
@@ -41,7 +42,17 @@ export function evmChain(chainId: number, rpcUrl: string): Chain {
 }
 
 function transport(ep: EvmEndpoint): HttpTransport {
-  return http(ep.rpcUrl, { timeout: ep.timeout ?? 10_000, retryCount: ep.retryCount ?? 0 });
+  return traced(http(ep.rpcUrl, { timeout: ep.timeout ?? 10_000, retryCount: ep.retryCount ?? 0 }));
+}
+
+/** Each JSON-RPC call in a span `evm <method>` while tracing runs (telemetry/spans.ts): the method only, never its params. */
+function traced(inner: HttpTransport): HttpTransport {
+  return ((options) => {
+    const t = inner(options);
+    const request: typeof t.request = (args, opts) =>
+      withSpan(`evm ${args.method}`, { 'rpc.system': 'ethereum_jsonrpc', 'rpc.method': args.method }, () => t.request(args, opts));
+    return { ...t, request };
+  }) as HttpTransport;
 }
 
 export function createEvmPublicClient(ep: EvmEndpoint): EvmPublicClient {

@@ -11,6 +11,7 @@
 //   GET /transactions/{id}                     transactions by transaction id (0.0.x-sss-nnn)
 //   GET /schedules/{id}                        a schedule
 import { LedgerError } from './errors.js';
+import { withSpan } from '../telemetry/spans.js';
 import type { MirrorKey } from '@agent-passport/core/keys';
 
 export interface MirrorLinks {
@@ -163,15 +164,20 @@ export class MirrorClient {
     return `${this.baseUrl}${pathOrLink.startsWith('/') ? '' : '/'}${pathOrLink}`;
   }
 
-  /** GET a path (relative to the base) or a links.next value; null on 404. */
+  /** GET a path (relative to the base) or a links.next value; null on 404. One span `mirror GET` while tracing runs. */
   async get<T>(pathOrLink: string): Promise<T | null> {
     const url = this.resolve(pathOrLink);
+    return withSpan('mirror GET', { 'http.request.method': 'GET', 'url.path': new URL(url).pathname }, (span) => this.fetchJson<T>(url, span));
+  }
+
+  private async fetchJson<T>(url: string, span?: { setAttribute(key: string, value: number): unknown }): Promise<T | null> {
     let res: Response;
     try {
       res = await this.fetchImpl(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (err) {
       throw new LedgerError('MIRROR_UNAVAILABLE', `mirror node request failed: ${(err as Error).message}`, { phase: 'mirror', retryable: true, cause: err });
     }
+    span?.setAttribute('http.response.status_code', res.status);
     if (res.status === 404) {
       await res.body?.cancel().catch(() => undefined);
       return null;

@@ -20,6 +20,8 @@ import { LedgerError, toLedgerError } from './errors.js';
 import { signTransaction } from '@agent-passport/core/keys';
 import type { MirrorClient, MirrorTransaction } from './mirror.js';
 import { queryReceipt, summarizeReceipt, transactionIdOf, transactionIdsOf, type ReceiptSummary } from './operations.js';
+import { countLedgerSubmission } from '../telemetry/metrics.js';
+import { withSpan } from '../telemetry/spans.js';
 
 export interface SubmitDeps {
   sql: Sql;
@@ -141,7 +143,29 @@ export class IdempotentSubmitter {
     return this.deps.now ? this.deps.now() : Date.now();
   }
 
+  /**
+   * Writes `input` once (see the file's comment). Each call is one span `ledger.submit` (kind, key,
+   * transaction id, outcome: never bytes or keys) and one count in
+   * agent_passport_ledger_submissions_total{kind, outcome} (telemetry/metrics.ts).
+   */
   async submit(input: IdempotentSubmitInput): Promise<SubmitResult> {
+    return withSpan('ledger.submit', { 'ledger.kind': input.kind ?? 'transaction', 'ledger.idempotency_key': input.idempotencyKey }, async (span) => {
+      try {
+        const r = await this.submitRecorded(input);
+        countLedgerSubmission(input.kind, r.reused ? 'reused' : 'succeeded');
+        span?.setAttributes({ 'ledger.transaction_id': r.transactionId, 'ledger.status': r.receipt.status, 'ledger.outcome': r.reused ? 'reused' : 'succeeded', 'ledger.source': r.source });
+        return r;
+      } catch (err) {
+        const le = err instanceof LedgerError ? err : toLedgerError(err);
+        const outcome = le.retryable ? 'retryable' : 'failed';
+        countLedgerSubmission(input.kind, outcome);
+        span?.setAttributes({ 'ledger.status': le.status, 'ledger.outcome': outcome, ...(le.transactionId ? { 'ledger.transaction_id': le.transactionId } : {}) });
+        throw err;
+      }
+    });
+  }
+
+  private async submitRecorded(input: IdempotentSubmitInput): Promise<SubmitResult> {
     const { sql, client } = this.deps;
     for (let round = 0; round < 4; round++) {
       const row = await findSubmission(sql, input.idempotencyKey);

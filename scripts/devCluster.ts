@@ -6,8 +6,12 @@
  *     PostgreSQL SQL visibility, schemas installed by its own SQL tool; the namespace and search
  *     attributes set up by the code of `npm run temporal:setup`; its Web UI server with the codec endpoint;
  *   - one PostgreSQL and one Redis shared by two workers and two API instances (one task queue);
- *   - one local entry point (scripts/lib/balancer.ts) on PORT (3000) spreading requests over the APIs
- *     (PORT+1, PORT+2);
+ *   - one entry point on PORT (3000): Debian's HAProxy on deploy/haproxy.cfg, the file docker-compose.yml
+ *     uses, rendered with the local ports (scripts/lib/haproxy.ts), spreading requests over the APIs
+ *     (PORT+1, PORT+2); its own metrics on HAPROXY_METRICS_PORT (8405);
+ *   - metrics (issue 30): api-1, api-2, worker-1, worker-2 serve theirs on METRICS_PORT (9464) .. +3, and a
+ *     real Prometheus (Debian's package, scripts/lib/prometheus.ts) on PROMETHEUS_PORT (9090) scrapes them
+ *     and HAProxy every 5 s with the alert rules of deploy/prometheus/ loaded;
  *   - localnet and the local EVM node as in `npm run dev`.
  * Everything but PostgreSQL and Redis is supervised (restarted when it dies, as a process manager would);
  * Ctrl-C stops everything it started; so does a failed start. State: .data/cluster (DEV_DATA_DIR).
@@ -17,7 +21,8 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { loadConfig } from '../config/index.js';
 import { setupNamespace } from '../temporal/setup.js';
-import { startBalancer } from './lib/balancer.js';
+import { startHaproxy } from './lib/haproxy.js';
+import { startPrometheus } from './lib/prometheus.js';
 import { superviseChild, startChild, waitForReady } from './lib/children.js';
 import { apiStage, devEnv, devSecrets, evmStage, localnetJsonStage, localnetStage, postgresStage, prefixed, workerStage } from './lib/devStages.js';
 import { assertPortFree, launch, type Stage, type StageResult } from './lib/launcher.js';
@@ -31,6 +36,11 @@ const config = loadConfig();
 const secrets = devSecrets(DATA);
 const entryPort = config.PORT;
 const apiPorts = [entryPort + 1, entryPort + 2];
+/** metrics endpoints: api-1, api-2, worker-1, worker-2; HAProxy's; the Prometheus scraping them */
+const metricsBase = config.METRICS_PORT ?? 9464;
+const metricsPorts = { api: [metricsBase, metricsBase + 1], worker: [metricsBase + 2, metricsBase + 3] };
+const haproxyMetricsPort = Number(process.env.HAPROXY_METRICS_PORT ?? 8405);
+const prometheusPort = Number(process.env.PROMETHEUS_PORT ?? 9090);
 /**
  * The service's public origin: the entry point's (or PUBLIC_BASE_URL when set, e.g. a tunnel in front
  * of it). Both APIs get it as PUBLIC_BASE_URL, so their sign-in challenges name it, and clients are
@@ -108,18 +118,50 @@ const temporalStage: Stage = {
   },
 };
 
-const balancerStage: Stage = {
+const haproxyStage: Stage = {
   name: 'entry point',
   async start(_env, ctx) {
     await assertPortFree(entryPort, 'entry point', 'PORT');
-    const balancer = await startBalancer({ port: entryPort, upstreams: apiPorts.map((p) => `http://127.0.0.1:${p}`), log: ctx.log });
-    ctx.onStop('entry point', balancer.stop);
+    await assertPortFree(haproxyMetricsPort, "HAProxy's metrics", 'HAPROXY_METRICS_PORT');
+    const log = logFile('haproxy');
+    const haproxy = await startHaproxy({ dir: path.join(DATA, 'haproxy'), entryPort, metricsPort: haproxyMetricsPort, apiPorts, log: ctx.log, output: log.write, signal: ctx.signal });
+    ctx.onStop('entry point', haproxy.stop);
     return {
       urls: {
-        API: `${publicUrl} (the entry point on :${entryPort}, spread over ${apiPorts.map((p) => `:${p}`).join(' and ')}; the origin sign-in challenges name)`,
+        API: `${publicUrl} (HAProxy on :${entryPort}, deploy/haproxy.cfg, spread over ${apiPorts.map((p) => `:${p}`).join(' and ')}; the origin sign-in challenges name)`,
         'API reference': `${publicUrl}/docs`,
         OpenAPI: `${publicUrl}/openapi.json`,
         'Admin token': `in ${path.join(DATA, 'dev-secrets.json')}`,
+      },
+    };
+  },
+};
+
+const prometheusStage: Stage = {
+  name: 'prometheus',
+  async start(_env, ctx) {
+    await assertPortFree(prometheusPort, 'Prometheus', 'PROMETHEUS_PORT');
+    const targets = (ports: number[]) => ports.map((p) => `127.0.0.1:${p}`);
+    const log = logFile('prometheus');
+    const prometheus = await startPrometheus({
+      dir: path.join(DATA, 'prometheus'),
+      port: prometheusPort,
+      jobs: [
+        { job: 'api', targets: targets(metricsPorts.api) },
+        { job: 'worker', targets: targets(metricsPorts.worker) },
+        { job: 'haproxy', targets: targets([haproxyMetricsPort]) },
+      ],
+      scrapeIntervalS: 5,
+      evaluationIntervalS: 5,
+      log: ctx.log,
+      output: log.write,
+      signal: ctx.signal,
+    });
+    ctx.onStop('prometheus', prometheus.stop);
+    return {
+      urls: {
+        Prometheus: `${prometheus.url} (scrapes api-1, api-2, worker-1, worker-2 and HAProxy every 5 s; alert rules of deploy/prometheus/ loaded: ${prometheus.url}/alerts)`,
+        Metrics: `api ${targets(metricsPorts.api).join(' ')}; worker ${targets(metricsPorts.worker).join(' ')}; HAProxy 127.0.0.1:${haproxyMetricsPort} (each at /metrics; dashboard: deploy/grafana/agent-passport.json)`,
       },
     };
   },
@@ -139,10 +181,11 @@ await launch({
     localnetStage({ dataDir: DATA }),
     evmStage({ dataDir: DATA, externalRpcUrl: config.EVM_RPC_URL, port: Number(process.env.EVM_PORT ?? 8545) }),
     localnetJsonStage({ dataDir: DATA, apiUrl: publicUrl, adminToken: secrets.adminToken }),
-    workerStage({ name: 'worker-1' }),
-    workerStage({ name: 'worker-2' }),
-    apiStage({ name: 'api-1', port: apiPorts[0]!, env: apiEnv }),
-    apiStage({ name: 'api-2', port: apiPorts[1]!, env: apiEnv }),
-    balancerStage,
+    workerStage({ name: 'worker-1', env: { METRICS_PORT: String(metricsPorts.worker[0]) } }),
+    workerStage({ name: 'worker-2', env: { METRICS_PORT: String(metricsPorts.worker[1]) } }),
+    apiStage({ name: 'api-1', port: apiPorts[0]!, env: { ...apiEnv, METRICS_PORT: String(metricsPorts.api[0]) } }),
+    apiStage({ name: 'api-2', port: apiPorts[1]!, env: { ...apiEnv, METRICS_PORT: String(metricsPorts.api[1]) } }),
+    haproxyStage,
+    prometheusStage,
   ],
 });

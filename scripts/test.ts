@@ -1,6 +1,6 @@
 /**
  * npm test: makes sure the tools the integration tests need are here (the Temporal CLI is built
- * into the per-user cache on first run; Chromium for the page tests), type-checks, then runs every vitest project.
+ * into the per-user cache on first run; Chromium for the page tests; promtool for the alert rule tests), type-checks, then runs every vitest project.
  * Extra arguments go to vitest (e.g. `npm test -- test/unit`).
  */
 import { spawn } from 'node:child_process';
@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { findOrInstallTemporalCli, SDK_DOWNLOAD } from './lib/temporalCli.js';
 import { findOrInstallChromium } from './lib/chromium.js';
+import { findOrInstallPrometheus } from './lib/prometheus.js';
 
 /** Runs a command with this process's terminal; with `teeFile`, its stdout and stderr are also written there. */
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env, teeFile?: string): Promise<number> {
@@ -37,6 +38,10 @@ if (!env.TEMPORAL_ADDRESS) {
 // the page tests drive Debian's Chromium with puppeteer-core (installed here when missing)
 env.CHROMIUM_PATH = await findOrInstallChromium(log);
 log(`Chromium: ${env.CHROMIUM_PATH}`);
+// the alert rule tests run promtool (Debian's prometheus package, installed here when missing)
+const prometheus = await findOrInstallPrometheus(log);
+env.PROMTOOL_PATH = prometheus.promtool;
+log(`promtool: ${prometheus.promtool}`);
 
 log('type-checking (tsc --noEmit)');
 const tsc = await run('npx', ['tsc', '--noEmit', '-p', 'tsconfig.json'], env);

@@ -9,6 +9,9 @@ import { startChainIndexersOnce } from '../activities/evm/indexerControl.js';
 import { startPaymentReconcilerOnce } from './paymentReconciler.js';
 import { startEscrowReconcilerOnce } from './escrowReconciler.js';
 import { searchAttributeProblems, searchAttributeRefusal } from '../temporal/searchAttributes.js';
+import { startProcessTelemetry } from '../telemetry/process.js';
+import { installTemporalRuntime } from './telemetry.js';
+import { startBusinessMetrics } from './businessMetrics.js';
 
 /** the longest a SIGTERMed worker takes to exit (its shutdownForceTime is 10 s) */
 const SHUTDOWN_EXIT_MS = 15_000;
@@ -16,6 +19,10 @@ const SHUTDOWN_EXIT_MS = 15_000;
 async function main() {
   const config = loadConfig(process.env, { role: 'worker' });
   if (!config.DATABASE_URL) throw new ConfigError(['DATABASE_URL: missing (the worker needs PostgreSQL)']);
+  // first (issue 30): the SDK runtime with its metrics exporter (before any connection), then spans and
+  // the metrics endpoint serving this process's metrics and the SDK's (nothing without METRICS_PORT / OTLP)
+  const temporalMetrics = await installTemporalRuntime(config);
+  const telemetry = await startProcessTelemetry(config, 'worker', { extraMetrics: temporalMetrics });
   const sql = createSql(config.DATABASE_URL);
   let ledger: LedgerServices | undefined;
   try {
@@ -45,7 +52,7 @@ async function main() {
     await connection.close();
     process.exit(1);
   }
-  const worker = await createWorker({ config, connection, activities: createActivities({ config, sql, ledger }) });
+  const worker = await createWorker({ config, connection, activities: createActivities({ config, sql, ledger }), tracing: telemetry.tracing });
   // SIGTERM/SIGINT: stop polling, let running activities finish within the worker's shutdownGraceTime
   // (then they are cancelled and Temporal retries them elsewhere), and exit; a second signal or a
   // shutdown that hangs past SHUTDOWN_EXIT_MS exits at once (unfinished work is retried by Temporal).
@@ -63,8 +70,13 @@ async function main() {
   startChainIndexersOnce(config); // chainIndexer workflows per configured EVM contract (no-op without EVM config)
   if (ledger) startPaymentReconcilerOnce(config); // the payment reconciler's schedule (issue 23), idempotent
   if (ledger) startEscrowReconcilerOnce(config); // the escrow reconciler's schedule (issue 26 item 4), idempotent
+  // escrow drift, payments awaiting reconciliation, refunds, the reconciler's last run (only with METRICS_PORT)
+  const business = telemetry.metrics ? startBusinessMetrics({ config, sql, ledger }) : undefined;
+  console.log(telemetry.describe());
   console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`);
   await worker.run();
+  await business?.stop();
+  await telemetry.shutdown(); // the last spans are flushed
   await connection.close();
   ledger?.client.close();
   await sql.end();

@@ -15,6 +15,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import { TransferCheckError } from '../../ledger/transferCheck.js';
+import { withSpan } from '../../telemetry/spans.js';
 
 export const LEDGER_FAILURE_PREFIX = 'LedgerError.';
 
@@ -24,9 +25,10 @@ const UNCLASSIFIED = new Set(['INTERNAL', 'UNKNOWN_GRPC']);
 /** The failure type of client bytes a checker refused (issue 19): final, and the workflow answers it as a 400 (403 for another payer). */
 export const CLIENT_TX_REFUSED = 'ClientTransactionRefused';
 
+/** Runs one ledger call of an activity (a span `ledger <what>` while tracing runs) and classifies its failure. */
 export async function ledgerCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
-    return await fn();
+    return await withSpan(`ledger ${what}`, {}, fn);
   } catch (err) {
     if (err instanceof TransferCheckError) {
       throw ApplicationFailure.create({ message: `${what}: ${err.message}`, type: CLIENT_TX_REFUSED, nonRetryable: true, details: [{ reason: err.reason, status: err.status, hint: err.hint ?? null }] });

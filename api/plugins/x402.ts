@@ -32,6 +32,7 @@ import { deletePendingPayment, findPaymentByTransactionId, insertPayment, markPa
 import { acceptedMatches, paymentTransactionOf, transferPayerOf } from '../../ledger/x402/verifyPayment.js';
 import { normalizePayer, normalizeTransactionId } from '../../ledger/x402/ids.js';
 import { exactHbarRequirements, facilitatorFeePayer, PAYMENT_TIMEOUT_SECONDS, settleExact } from '../../ledger/x402/settle.js';
+import { withSpan } from '../../telemetry/spans.js';
 
 export interface PaymentTerms {
   amountTinybars: bigint | number | string;
@@ -244,7 +245,7 @@ async function verifyRequestPayment(
   const sent = { ...payload, accepted: requirements };
   let verify;
   try {
-    verify = await gate.facilitator.verify(sent, requirements);
+    verify = await withSpan('x402 verify', { 'x402.network': requirements.network }, () => gate.facilitator.verify(sent, requirements));
   } catch (err) {
     const data = (err as { invalidReason?: string }).invalidReason;
     if (data) throw failed(`Payment rejected by the facilitator: ${data}`, 'Build a new payment for the requirements in PAYMENT-REQUIRED');

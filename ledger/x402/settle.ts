@@ -8,6 +8,7 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/
 import { RETRYABLE_STATUSES } from '../errors.js';
 import { normalizePayer, normalizeTransactionId } from './ids.js';
 import { EXACT_SCHEME, HBAR_ASSET } from '@agent-passport/core/x402/network';
+import { withSpan } from '../../telemetry/spans.js';
 
 /** The payer has this long to get a payment settled (x402 maxTimeoutSeconds). */
 export const PAYMENT_TIMEOUT_SECONDS = 180;
@@ -57,7 +58,7 @@ export async function settleExact(
 ): Promise<SettleOutcome> {
   let settlement: SettleResponse;
   try {
-    settlement = await facilitator.settle({ ...payload, accepted: requirements }, requirements);
+    settlement = await withSpan('x402 settle', { 'x402.network': requirements.network }, () => facilitator.settle({ ...payload, accepted: requirements }, requirements));
   } catch (err) {
     return { kind: 'retry', reason: `facilitator unreachable: ${(err as Error).message}`.slice(0, 300) };
   }

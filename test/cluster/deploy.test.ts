@@ -24,7 +24,7 @@ import { ensureDatabase, migrate } from '../../db/migrate.js';
 import { createSql, type Sql } from '../../db/client.js';
 import { claimUpdate, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { ESCROW_PAYS_ESCROWED_PATCH, ESCROW_PROMISES_PATCH, REPEATED_STEP_PATCH } from '../../workflows/taskLifecycle.js';
-import { startBalancer, type Balancer } from '../../scripts/lib/balancer.js';
+import { startHaproxy, type Haproxy } from '../../scripts/lib/haproxy.js';
 import { freeLowPorts } from '../../scripts/lib/ports.js';
 import { auditLedger } from '../chaos/chaos.js';
 import type { ChildWorker } from '../reliability/childWorker.js';
@@ -49,7 +49,8 @@ let ns: Awaited<ReturnType<typeof clusterNamespace>>;
 let ledger: LedgerStack;
 let databaseUrl: string;
 let sql: Sql;
-let entry: Balancer;
+let entry: Haproxy;
+let entryDir: string;
 let apiPorts: number[];
 const processes: ChildWorker[] = [];
 
@@ -72,12 +73,15 @@ beforeAll(async () => {
   await ensureDatabase(databaseUrl);
   execFileSync(process.execPath, ['--import', 'tsx', path.join(oldTree, 'db', 'migrateCli.ts')], { cwd: oldTree, env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl }, stdio: 'pipe' });
   sql = createSql(databaseUrl, { max: 4 });
-  apiPorts = await freeLowPorts(2);
-  entry = await startBalancer({ port: 0, upstreams: apiPorts.map((p) => `http://127.0.0.1:${p}`) });
+  const [entryPort, metricsPort, ...ports] = await freeLowPorts(4);
+  apiPorts = ports;
+  entryDir = fs.mkdtempSync(path.join(os.tmpdir(), 'deploy-haproxy-'));
+  entry = await startHaproxy({ dir: entryDir, entryPort: entryPort!, metricsPort: metricsPort!, apiPorts });
 });
 
 afterAll(async () => {
   await entry?.stop();
+  if (entryDir) fs.rmSync(entryDir, { recursive: true, force: true });
   for (const p of processes) await p.kill('SIGTERM').catch(() => null);
   await ns?.close();
   await sql?.end({ timeout: 5 });

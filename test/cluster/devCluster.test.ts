@@ -1,7 +1,9 @@
 // `npm run dev:cluster` (scripts/devCluster.ts) as a developer runs it, on ports, a data directory and
 // a database of its own: once up, the entry point spreads requests over both APIs, whose sign-in
 // challenges name the origin clients are given (localnet.json apiUrl), the Web UI is read-only and
-// points at the API's codec, the namespace has its search attributes; Ctrl-C then, or a
+// points at the API's codec, the namespace has its search attributes, the entry point is HAProxy and a
+// real Prometheus scrapes both APIs, both workers and HAProxy (every target up, the route histogram
+// queryable by template, the alert rules loaded and evaluated without error); Ctrl-C then, or a
 // stop while the Temporal cluster is being prepared, leaves no process and no port behind.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,6 +16,7 @@ import { defaultClusterPorts, serverPorts } from '../../scripts/lib/temporalClus
 import { searchAttributeProblems } from '../../temporal/searchAttributes.js';
 import { challengeProblem } from '@agent-passport/core/signInChallenge';
 import { runLauncher } from '../support/launcherRun.js';
+import { eventually } from '../support/eventually.js';
 
 let dataDir: string;
 let databaseUrl: string;
@@ -47,7 +50,11 @@ async function clusterPorts(): Promise<Record<string, number>> {
     LOCALNET_MIRROR_PORT: await p(),
     FACILITATOR_PORT: await p(),
     EVM_PORT: await p(),
+    METRICS_PORT: await freeLowPort([0, 1, 2, 3], taken),
+    HAPROXY_METRICS_PORT: await p(),
+    PROMETHEUS_PORT: await p(),
   };
+  for (let i = 1; i <= 3; i++) all[`METRICS_PORT_${i}`] = all.METRICS_PORT! + i;
   // probed afterwards too (runLauncher passes them as harmless extra variables)
   all.API_1_PORT = entry + 1;
   all.API_2_PORT = entry + 2;
@@ -90,6 +97,30 @@ describe('npm run dev:cluster', () => {
         const connection = await Connection.connect({ address: `127.0.0.1:${ports.TEMPORAL_PORT}` });
         seen.searchAttributes = await searchAttributeProblems(connection, 'default');
         await connection.close();
+        // Prometheus: every target up (it scrapes every 5 s), the route histogram by template, the rules evaluated
+        const prometheus = `http://127.0.0.1:${ports.PROMETHEUS_PORT}`;
+        const query = async (q: string) => ((await (await fetch(`${prometheus}/api/v1/query?query=${encodeURIComponent(q)}`)).json()) as { data: { result: { metric: Record<string, string>; value: [number, string] }[] } }).data.result;
+        const up = await eventually(
+          async () => Object.fromEntries((await query('up')).map((r) => [`${r.metric.job} ${r.metric.instance}`, r.value[1]])),
+          (u) => Object.keys(u).length === 5 && Object.values(u).every((v) => v === '1'),
+          60_000,
+          1_000,
+        );
+        seen.targets = Object.entries(up).map(([k, v]) => `${k.replace(/127\.0\.0\.1:\d+/, 'port')}=${v}`).sort();
+        seen.catalogSeries = await eventually(
+          async () => (await query('sum by (route) (agent_passport_http_request_duration_seconds_count{job="api",route="/catalog"})')).map((r) => r.metric.route),
+          (routes) => routes.length > 0,
+          30_000,
+          1_000,
+        );
+        seen.temporalPollers = (await query('sum(temporal_num_pollers{job="worker",poller_type="workflow_task"}) > 0')).length;
+        const rules = await eventually(
+          async () => ((await (await fetch(`${prometheus}/api/v1/rules`)).json()) as { data: { groups: { rules: { name: string; health: string; lastEvaluation: string }[] }[] } }).data.groups.flatMap((g) => g.rules),
+          (list) => list.length > 0 && list.every((r) => !r.lastEvaluation.startsWith('0001')),
+          30_000,
+          1_000,
+        );
+        seen.rules = { count: rules.length, unhealthy: rules.filter((r) => r.health !== 'ok').map((r) => r.name) };
       },
     });
     expect(r.output, r.report).toContain('Agent passport cluster is up');
@@ -104,6 +135,10 @@ describe('npm run dev:cluster', () => {
       challengeProblem: null,
       '/catalog': 200,
       '/openapi.json': 200,
+      targets: ['api port=1', 'api port=1', 'haproxy port=1', 'worker port=1', 'worker port=1'],
+      catalogSeries: ['/catalog'],
+      temporalPollers: 1,
+      rules: { count: 10, unhealthy: [] },
     });
     expect(r.output, r.report).toContain('PostgreSQL persistence and visibility');
     expect(r.leftProcesses, r.report).toEqual([]);

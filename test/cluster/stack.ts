@@ -2,11 +2,12 @@
  * The production-shaped topology for the `cluster` test project and bench/market.ts: on the Temporal
  * server of the project's global setup (test/cluster/global-setup.ts), a namespace of its own (set up by
  * temporal:setup's code), one PostgreSQL database, one Redis, N worker processes and two API processes
- * (the real entry points, as child processes that can be SIGKILLed) behind the local entry point
- * (scripts/lib/balancer.ts); localnet, and optionally anvil with the contracts and a DNS server and a
- * web site for the trust flows.
+ * (the real entry points, as child processes that can be SIGKILLed) behind HAProxy on deploy/haproxy.cfg
+ * (scripts/lib/haproxy.ts), each process serving its metrics on a port of its own (METRICS_PORT);
+ * localnet, and optionally anvil with the contracts and a DNS server and a web site for the trust flows.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +15,7 @@ import { inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
 import { createSql, type Sql } from '../../db/client.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
-import { startBalancer, type Balancer } from '../../scripts/lib/balancer.js';
+import { startHaproxy, type Haproxy } from '../../scripts/lib/haproxy.js';
 import { freeLowPorts, isPortOpen } from '../../scripts/lib/ports.js';
 import { clusterServing } from '../../scripts/lib/temporalCluster.js';
 import { setupNamespace } from '../../temporal/setup.js';
@@ -110,7 +111,9 @@ export interface ClusterApp {
   apiPorts: number[];
   apis: ChildWorker[];
   workers: ChildWorker[];
-  entry: Balancer;
+  entry: Haproxy;
+  /** where each process serves its metrics (host:port), by scrape job: what a Prometheus scrapes */
+  metricsTargets: { api: string[]; worker: string[]; haproxy: string[] };
   apiUrl(i: number): string;
   restartApi(i: number): Promise<void>;
   stop(): Promise<void>;
@@ -179,8 +182,13 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
   const workerEnv = { ...common, ...(chain ? { EVM_ATTESTER_KEY: chain.anvil.accounts[0]!.privateKey } : {}) };
   // the entry point first, on a port picked with the APIs': its origin is the service's public one
   // (PUBLIC_BASE_URL, which sign-in challenges name), as a load balancer's is in production
-  const [entryPort, ...apiPorts] = await freeLowPorts(3);
-  const entry = await startBalancer({ port: entryPort!, upstreams: apiPorts.map((p) => `http://127.0.0.1:${p}`), log });
+  const workerCount = o.workers ?? 2;
+  const [entryPort, haproxyMetricsPort, ...ports] = await freeLowPorts(4 + 2 + workerCount);
+  const apiPorts = ports.slice(0, 2);
+  const apiMetricsPorts = ports.slice(2, 4);
+  const workerMetricsPorts = ports.slice(4);
+  const entryDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-haproxy-'));
+  const entry = await startHaproxy({ dir: entryDir, entryPort: entryPort!, metricsPort: haproxyMetricsPort!, apiPorts, log });
   const apiEnv = {
     ...common,
     HOST: '127.0.0.1',
@@ -196,9 +204,11 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
   };
   const workers: ChildWorker[] = [];
   const apis: ChildWorker[] = [];
-  if (!o.noProcesses) workers.push(...(await Promise.all(Array.from({ length: o.workers ?? 2 }, (_, i) => startWorkerProcess(workerEnv, { name: `worker-${i + 1}` })))));
+  const workerEnvOf = (i: number) => ({ ...workerEnv, METRICS_PORT: String(workerMetricsPorts[i]) });
+  const apiEnvOf = (i: number) => ({ ...apiEnv, PORT: String(apiPorts[i]), METRICS_PORT: String(apiMetricsPorts[i]) });
+  if (!o.noProcesses) workers.push(...(await Promise.all(Array.from({ length: workerCount }, (_, i) => startWorkerProcess(workerEnvOf(i), { name: `worker-${i + 1}` })))));
   if (!o.noProcesses) {
-    apis.push(...(await Promise.all(apiPorts.map((port, i) => startApiProcess({ ...apiEnv, PORT: String(port) }, { name: `api-${i + 1}` })))));
+    apis.push(...(await Promise.all(apiPorts.map((_, i) => startApiProcess(apiEnvOf(i), { name: `api-${i + 1}` })))));
   }
   log(`cluster app ${o.prefix}: namespace ${ns.namespace}, ${workers.length} workers, ${apis.length} APIs (${apiPorts.join(', ')}) behind ${entry.url}`);
 
@@ -220,13 +230,19 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
     apis,
     workers,
     entry,
+    metricsTargets: {
+      api: apiMetricsPorts.map((p) => `127.0.0.1:${p}`),
+      worker: workerMetricsPorts.map((p) => `127.0.0.1:${p}`),
+      haproxy: [`127.0.0.1:${haproxyMetricsPort}`],
+    },
     apiUrl: (i) => `http://127.0.0.1:${apiPorts[i]}`,
     async restartApi(i) {
       await apis[i]?.kill('SIGKILL');
-      apis[i] = await startApiProcess({ ...apiEnv, PORT: String(apiPorts[i]) }, { name: `api-${i + 1}` });
+      apis[i] = await startApiProcess(apiEnvOf(i), { name: `api-${i + 1}` });
     },
     async stop() {
       await entry.stop();
+      fs.rmSync(entryDir, { recursive: true, force: true });
       for (const p of [...apis, ...workers]) await p.kill('SIGTERM').catch(() => null);
       for (const port of apiPorts) while (await isPortOpen(port)) await sleep(100);
       await ns.close();
@@ -251,7 +267,8 @@ export class ClusterChaosStack extends Stack {
   workers: ChildWorker[] = [];
   apis: ChildWorker[] = [];
   apiPorts: number[] = [];
-  entry!: Balancer;
+  entry!: Haproxy;
+  private entryDir?: string;
   /** answers the second API gave directly while the first was down (one probe per API kill) */
   secondApiAnswers: { status: number; ms: number }[] = [];
   temporalDowntimesMs: number[] = [];
@@ -272,10 +289,11 @@ export class ClusterChaosStack extends Stack {
   }
 
   override async startServices(): Promise<void> {
-    const [entryPort, ...apiPorts] = await freeLowPorts(3);
+    const [entryPort, metricsPort, ...apiPorts] = await freeLowPorts(4);
     this.apiPorts = apiPorts;
     // the entry point's origin is the public one the APIs' sign-in challenges name
-    this.entry = await startBalancer({ port: entryPort!, upstreams: this.apiPorts.map((p) => `http://127.0.0.1:${p}`) });
+    this.entryDir = fs.mkdtempSync(path.join(os.tmpdir(), 'chaos-haproxy-'));
+    this.entry = await startHaproxy({ dir: this.entryDir, entryPort: entryPort!, metricsPort: metricsPort!, apiPorts: this.apiPorts });
     this.apiUrl = this.entry.url;
     this.workers = await Promise.all([0, 1].map((i) => startWorkerProcess(this.workerEnv, { name: `worker-${i + 1}` })));
     this.apis = await Promise.all([0, 1].map((i) => this.startApiOn(i)));
@@ -307,6 +325,7 @@ export class ClusterChaosStack extends Stack {
 
   override async stop(): Promise<void> {
     await this.entry?.stop();
+    if (this.entryDir) fs.rmSync(this.entryDir, { recursive: true, force: true });
     for (const p of [...this.workers, ...this.apis, this.localnet]) await p?.kill('SIGTERM').catch(() => null);
   }
 }
