@@ -86,13 +86,29 @@ export async function recordHistory(client: Client, workflowId: string, file: st
 }
 
 /**
+ * The workflow id a recorded start was bound to (issue 26: its input's binding names it), when the
+ * input is readable (json/plain, not encrypted); undefined otherwise (histories from before the binding).
+ */
+export function boundWorkflowIdOf(history: proto.temporal.api.history.v1.IHistory): string | undefined {
+  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  if (!payload?.data || Buffer.from(payload.metadata?.encoding ?? []).toString() !== 'json/plain') return undefined;
+  try {
+    const id = (JSON.parse(Buffer.from(payload.data).toString('utf8')) as { binding?: { workflowId?: unknown } }).binding?.workflowId;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Replays a recorded history against the current workflow code; throws DeterminismViolationError
  * (or another replay failure) when the code no longer produces the recorded commands. A history
  * recorded since issue 26 replays under its real workflow id only: its start checks the binding
- * naming that id (histories recorded before replay under any id).
+ * naming that id, taken from the recorded input when it is readable (histories recorded before
+ * replay under any id, `workflowId`).
  */
 export async function replayHistoryFile(file: string, workflowsPath: string, workflowId = 'replay'): Promise<void> {
   installTestRuntimeLog();
   const history = History.decode(fs.readFileSync(file));
-  await Worker.runReplayHistory({ workflowsPath }, history, workflowId);
+  await Worker.runReplayHistory({ workflowsPath }, history, boundWorkflowIdOf(history) ?? workflowId);
 }

@@ -11,7 +11,7 @@ import { Worker } from '@temporalio/worker';
 import { Resource } from '@opentelemetry/resources';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { tracingWorkerOptions } from '../../worker/telemetry.js';
-import { installTestRuntimeLog } from '../support/temporal.js';
+import { boundWorkflowIdOf, installTestRuntimeLog } from '../support/temporal.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workflowsPath = path.join(here, '..', '..', 'workflows', 'index.ts');
@@ -26,7 +26,11 @@ describe('replay of every recorded history with the tracing interceptors', () =>
     const exporter = new InMemorySpanExporter();
     const traced = await tracingWorkerOptions({ spanProcessor: new SimpleSpanProcessor(exporter), resource: new Resource({ 'service.name': 'replay' }), endpoint: 'none', shutdown: async () => {} });
     expect(traced.workflowModules).toHaveLength(1);
-    const histories = files.map((f) => ({ workflowId: f.replace('.history.bin', ''), history: History.decode(fs.readFileSync(path.join(dir, f))) }));
+    // a history recorded since the binding (issue 26) replays under the workflow id its start names
+    const histories = files.map((f) => {
+      const history = History.decode(fs.readFileSync(path.join(dir, f)));
+      return { workflowId: boundWorkflowIdOf(history) ?? f.replace('.history.bin', ''), history };
+    });
     const failures: string[] = [];
     let replayed = 0;
     for await (const r of Worker.runReplayHistories({ workflowsPath, interceptors: { workflowModules: traced.workflowModules }, sinks: traced.sinks }, histories)) {
