@@ -4,7 +4,8 @@
  * temporal:setup's code), one PostgreSQL database, one Redis, N worker processes and two API processes
  * (the real entry points, as child processes that can be SIGKILLed) behind the local entry point
  * (scripts/lib/balancer.ts); localnet, and optionally anvil with the contracts and a DNS server and a
- * web site for the trust flows.
+ * web site for the trust flows. The workers and APIs run as production (issue 26 item 5): payloads
+ * encrypted with a PAYLOAD_CODEC_KEY of the run, every variable production requires.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,11 +13,13 @@ import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
+import { dataConverter } from '../../temporal/connection.js';
 import { createSql, type Sql } from '../../db/client.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import { startBalancer, type Balancer } from '../../scripts/lib/balancer.js';
 import { freeLowPorts, isPortOpen } from '../../scripts/lib/ports.js';
 import { clusterServing } from '../../scripts/lib/temporalCluster.js';
+import { productionLedgerEnv } from '../../scripts/lib/devStages.js';
 import { setupNamespace } from '../../temporal/setup.js';
 import { Stack, type StackParts } from '../chaos/chaos.js';
 import { startChildProcess, startChildWorker, type ChildWorker } from '../reliability/childWorker.js';
@@ -67,6 +70,41 @@ export async function ownDatabase(prefix: string, services: ClusterServices = in
   return { url: u.toString(), drop: () => dumpDatabase(u.toString()).then(() => dropDatabase(u.toString())).catch(() => {}) };
 }
 
+/**
+ * The secrets a production worker and API refuse to start without, fresh for one run and recorded for
+ * the secrets scan: the payload codec key, the admin token (its digest), the trust snapshot and OAuth
+ * signing keys. `env` is for both kinds of process (NODE_ENV=production); the ledger's variables come
+ * from its localnet.json (productionLedgerEnv).
+ */
+export function productionSecrets(run: string): { codecKey: string; adminToken: string; env: Record<string, string> } {
+  const codecKey = randomBytes(32).toString('hex');
+  recordSecret('cluster payload codec key', codecKey);
+  const adminToken = randomBytes(24).toString('base64url');
+  recordSecret('cluster admin token', adminToken);
+  const trustKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex');
+  recordSecret('cluster trust signing key', trustKey);
+  const oauthKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex');
+  recordSecret('cluster OAuth signing key', oauthKey);
+  return {
+    codecKey,
+    adminToken,
+    env: {
+      NODE_ENV: 'production',
+      PAYLOAD_CODEC_KEY: codecKey,
+      ADMIN_TOKEN_SHA256: createHash('sha256').update(adminToken).digest('hex'),
+      TRUST_SIGNING_KEY: trustKey,
+      TRUST_SIGNING_KEY_ID: `cluster-${run}`,
+      OAUTH_SIGNING_KEY: oauthKey,
+      OAUTH_SIGNING_KEY_ID: `cluster-oauth-${run}`,
+    },
+  };
+}
+
+/** A client of the namespace that reads the production processes' encrypted payloads. */
+export function codecClient(client: Client, codecKey: string): Client {
+  return new Client({ connection: client.connection, namespace: client.options.namespace, dataConverter: dataConverter({ NODE_ENV: 'production', PAYLOAD_CODEC_KEY: codecKey }) });
+}
+
 export function redisUrl(): string {
   return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 }
@@ -92,7 +130,7 @@ export async function startWorkerProcess(env: Record<string, string>, o: { name?
 
 export interface ClusterApp {
   namespace: string;
-  /** a client of the namespace (no payload codec: the processes here run without PAYLOAD_CODEC_KEY) */
+  /** a client of the namespace, with the run's payload codec */
   client: Client;
   ledger: LedgerStack;
   sql: Sql;
@@ -112,6 +150,12 @@ export interface ClusterApp {
   workers: ChildWorker[];
   entry: Balancer;
   apiUrl(i: number): string;
+  /**
+   * with trustDomains: one more API, NODE_ENV=test, for the trust flows only. Their web site and DNS
+   * answers are on loopback, which only the SSRF guard's off switches (TRUST_ALLOW_PRIVATE,
+   * TRUST_FETCH_ORIGINS) reach, and production refuses those (issue 26 item 5)
+   */
+  trustApiUrl?: string;
   restartApi(i: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -147,25 +191,20 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
   for (const d of domains) dns!.setA(d, ['127.0.0.1']);
   site?.files.set('/robots.txt', 'User-agent: *\nAllow: /\n');
 
-  const adminToken = randomBytes(24).toString('base64url');
-  recordSecret('cluster admin token', adminToken);
-  const trustKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex');
-  recordSecret('cluster trust signing key', trustKey);
+  const secrets = productionSecrets(run);
+  const adminToken = secrets.adminToken;
+  const ledgerEnv = productionLedgerEnv(ledger.env.LOCALNET_CONFIG_PATH!);
   const taskQueue = `${o.prefix}-${run}`;
   const common: Record<string, string> = {
     ...ledger.env,
+    ...ledgerEnv.all,
+    ...secrets.env,
     DATABASE_URL: db.url,
     TEMPORAL_ADDRESS: services.temporalAddress,
     TEMPORAL_NAMESPACE: ns.namespace,
     TEMPORAL_TASK_QUEUE: taskQueue,
     LOG_LEVEL: 'warn',
-    ...(dns
-      ? {
-          TRUST_ALLOW_PRIVATE: 'true',
-          TRUST_DNS_SERVERS: dns.address,
-          TRUST_FETCH_ORIGINS: domains.map((d) => `${d}=${site!.origin}`).join(','),
-        }
-      : {}),
+    ...(dns ? { TRUST_DNS_SERVERS: dns.address } : {}),
     ...(chain
       ? {
           EVM_RPC_URL: chain.anvil.rpcUrl,
@@ -176,10 +215,12 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
         }
       : {}),
   };
-  const workerEnv = { ...common, ...(chain ? { EVM_ATTESTER_KEY: chain.anvil.accounts[0]!.privateKey } : {}) };
+  const workerEnv = { ...common, ...ledgerEnv.worker, ...(chain ? { EVM_ATTESTER_KEY: chain.anvil.accounts[0]!.privateKey } : {}) };
   // the entry point first, on a port picked with the APIs': its origin is the service's public one
   // (PUBLIC_BASE_URL, which sign-in challenges name), as a load balancer's is in production
-  const [entryPort, ...apiPorts] = await freeLowPorts(3);
+  const [entryPort, ...ports] = await freeLowPorts(o.trustDomains ? 4 : 3);
+  const apiPorts = ports.slice(0, 2);
+  const trustPort = ports[2];
   const entry = await startBalancer({ port: entryPort!, upstreams: apiPorts.map((p) => `http://127.0.0.1:${p}`), log });
   const apiEnv = {
     ...common,
@@ -189,9 +230,6 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
     // the entry point's address only (as production lists its proxies), not `true`
     TRUST_PROXY: '127.0.0.1',
     RATE_LIMIT_MAX: '1000000',
-    ADMIN_TOKEN_SHA256: createHash('sha256').update(adminToken).digest('hex'),
-    TRUST_SIGNING_KEY: trustKey,
-    TRUST_SIGNING_KEY_ID: `cluster-${run}`,
     ...o.apiEnv,
   };
   const workers: ChildWorker[] = [];
@@ -200,11 +238,18 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
   if (!o.noProcesses) {
     apis.push(...(await Promise.all(apiPorts.map((port, i) => startApiProcess({ ...apiEnv, PORT: String(port) }, { name: `api-${i + 1}` })))));
   }
+  const trustApi =
+    trustPort && !o.noProcesses
+      ? await startApiProcess(
+          { ...apiEnv, PORT: String(trustPort), NODE_ENV: 'test', TRUST_ALLOW_PRIVATE: 'true', TRUST_FETCH_ORIGINS: domains.map((d) => `${d}=${site!.origin}`).join(',') },
+          { name: 'trust-api' },
+        )
+      : undefined;
   log(`cluster app ${o.prefix}: namespace ${ns.namespace}, ${workers.length} workers, ${apis.length} APIs (${apiPorts.join(', ')}) behind ${entry.url}`);
 
   const app: ClusterApp = {
     namespace: ns.namespace,
-    client: ns.client,
+    client: codecClient(ns.client, secrets.codecKey),
     ledger,
     sql,
     databaseUrl: db.url,
@@ -221,14 +266,15 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
     workers,
     entry,
     apiUrl: (i) => `http://127.0.0.1:${apiPorts[i]}`,
+    trustApiUrl: trustApi ? `http://127.0.0.1:${trustPort}` : undefined,
     async restartApi(i) {
       await apis[i]?.kill('SIGKILL');
       apis[i] = await startApiProcess({ ...apiEnv, PORT: String(apiPorts[i]) }, { name: `api-${i + 1}` });
     },
     async stop() {
       await entry.stop();
-      for (const p of [...apis, ...workers]) await p.kill('SIGTERM').catch(() => null);
-      for (const port of apiPorts) while (await isPortOpen(port)) await sleep(100);
+      for (const p of [...apis, ...workers, ...(trustApi ? [trustApi] : [])]) await p.kill('SIGTERM').catch(() => null);
+      for (const port of [...apiPorts, ...(trustApi ? [trustPort!] : [])]) while (await isPortOpen(port)) await sleep(100);
       await ns.close();
       await sql.end({ timeout: 5 });
       await db.drop();
@@ -256,14 +302,15 @@ export class ClusterChaosStack extends Stack {
   secondApiAnswers: { status: number; ms: number }[] = [];
   temporalDowntimesMs: number[] = [];
 
+  /** production (issue 26 item 5): `production` is productionSecrets(...).env; the ledger's variables are added once localnet has written its localnet.json */
   constructor(
     parts: StackParts,
-    readonly extra: { namespace: string; redisUrl: string },
+    readonly extra: { namespace: string; redisUrl: string; production: Record<string, string> },
   ) {
     super({
       ...parts,
-      apiEnv: { ...parts.apiEnv, TEMPORAL_NAMESPACE: extra.namespace, REDIS_URL: extra.redisUrl, TRUST_PROXY: '127.0.0.1' },
-      workerEnv: { ...parts.workerEnv, TEMPORAL_NAMESPACE: extra.namespace },
+      apiEnv: { ...parts.apiEnv, ...extra.production, TEMPORAL_NAMESPACE: extra.namespace, REDIS_URL: extra.redisUrl, TRUST_PROXY: '127.0.0.1' },
+      workerEnv: { ...parts.workerEnv, ...extra.production, TEMPORAL_NAMESPACE: extra.namespace },
     });
   }
 
@@ -272,6 +319,10 @@ export class ClusterChaosStack extends Stack {
   }
 
   override async startServices(): Promise<void> {
+    // called once localnet is up: the ledger variables production requires, from its localnet.json
+    const ledger = productionLedgerEnv(this.apiEnv.LOCALNET_CONFIG_PATH!);
+    Object.assign(this.apiEnv, ledger.all);
+    Object.assign(this.workerEnv, ledger.all, ledger.worker);
     const [entryPort, ...apiPorts] = await freeLowPorts(3);
     this.apiPorts = apiPorts;
     // the entry point's origin is the public one the APIs' sign-in challenges name
