@@ -1,11 +1,12 @@
 /**
  * Every text a request carries is text (issue 26 item 7): a NUL, bytes that are not UTF-8, or a lone
  * UTF-16 surrogate anywhere in the query, the path or the body is answered 400 invalid_request, in the
- * error schema and with the rate-limit headers (these hooks run after the limiter's onRequest), before
- * any route sees it. PostgreSQL refuses NUL in text (a query with one used to answer 500), and
+ * error schema and with the rate-limit headers (registered after the limiter, so its onRequest counts
+ * first), before any route sees it. PostgreSQL refuses NUL in text (a query with one used to answer 500), and
  * bytes that are not UTF-8 would otherwise reach storage silently replaced by U+FFFD.
  *
- *   - URL (preValidation): each run of percent-encoded bytes must decode to UTF-8 without NUL. A `%`
+ *   - URL (onRequest, before any route's own hooks and the content-type check): each run of
+ *     percent-encoded bytes must decode to UTF-8 without NUL. A `%`
  *     not followed by two hex digits stays the literal text the query parser makes of it; a path
  *     whose encoding cannot be decoded never gets here (answerFrameworkError answers it).
  *   - body bytes (preParsing): a request with a body has it checked as UTF-8 while it streams in, for
@@ -99,9 +100,11 @@ export default fp(async function textInputPlugin(app: FastifyInstance) {
     // pipeline: the client's abort reaches the body reader as an error, as it would without this stream
     done(null, pipeline(payload, utf8Checked(), () => {}));
   });
-  app.addHook('preValidation', (request: FastifyRequest, _reply, done: HookHandlerDoneFunction) => {
+  app.addHook('onRequest', (request: FastifyRequest, _reply, done: HookHandlerDoneFunction) => {
     const inUrl = urlTextProblem(request.url);
-    if (inUrl) return done(refusal('URL', inUrl));
+    done(inUrl ? refusal('URL', inUrl) : undefined);
+  });
+  app.addHook('preValidation', (request: FastifyRequest, _reply, done: HookHandlerDoneFunction) => {
     const inBody = request.body === undefined ? null : bodyTextProblem(request.body);
     done(inBody ? refusal('body', inBody) : undefined);
   });
