@@ -17,9 +17,11 @@ import { createAgentDbActivities } from './db/agents.js';
 import { createEvmActivities } from './evm/index.js';
 import { createMarketLedgerActivities } from './ledger/market.js';
 import { createMarketDbActivities } from './db/market.js';
+import { createEscrowReconcilerActivities } from './ledger/marketEscrowReconciler.js';
 import { createDomainOwnershipActivities } from './web/domainOwnership.js';
 import { createMarketVerifierActivities } from './web/marketVerifier.js';
 import { createRegistryActivities } from './ledger/registry.js';
+import { createStepAuthorisationActivities } from './db/stepAuthorisations.js';
 import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
 
 export interface ActivityDeps {
@@ -42,8 +44,18 @@ export function createActivities(deps: ActivityDeps) {
     ...(ledger ? { ...createA2aLedgerActivities({ sql, ledger }), ...createA2aDbActivities({ sql, ledger }) } : {}),
     // marketplace tasks: escrow schedules, payouts, topic messages and the projection, only with a ledger deployment
     ...(ledger ? { ...createMarketLedgerActivities({ sql, ledger }), ...createMarketDbActivities({ sql }) } : {}),
+    // the escrow reconciler (issue 26 item 4): tasks whose workflow is closed, settled under their own keys
+    ...(ledger
+      ? createEscrowReconcilerActivities({
+          sql,
+          ledger,
+          bounds: { graceMs: config.ESCROW_RECONCILE_GRACE_S * 1000, maxPerPass: config.ESCROW_RECONCILE_MAX, samplePerPass: config.ESCROW_RECONCILE_SAMPLE },
+        })
+      : {}),
     // sponsored registry registrations: the directory record paid by the operator, only with a ledger deployment
     ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
+    // one-time authorisations of money-moving workflow messages (issue 26 item 1)
+    ...createStepAuthorisationActivities({ sql }),
     // chain indexer, only with an EVM chain configured
     ...createEvmActivities({ config, sql }),
     // task result verifiers (none, sha256, json_schema, http through the SSRF guard)

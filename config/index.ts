@@ -143,6 +143,16 @@ export const configSchema = z.object({
   PAYMENT_RECONCILE_AFTER_MS: z.coerce.number().int().min(1_000).default(600_000),
   /** how often the payment reconciler's schedule runs a pass (one per task queue, started by the worker) */
   PAYMENT_RECONCILE_EVERY_MS: z.coerce.number().int().min(1_000).default(60_000),
+
+  // stranded escrow (issue 26 item 4): tasks whose workflow is closed are settled by the escrow reconciler
+  /** how often the escrow reconciler's schedule runs a pass (one per task queue, started by the worker): with the grace, a terminated funded task is refunded within 10 minutes */
+  ESCROW_RECONCILE_EVERY_S: z.coerce.number().int().min(1).max(86_400).default(300),
+  /** a task workflow closed (or unknown to Temporal and its task unchanged) for less than this is left alone: it may be reset or between runs */
+  ESCROW_RECONCILE_GRACE_S: z.coerce.number().int().min(0).max(86_400).default(300),
+  /** stranded tasks settled per pass at most (each: up to two ScheduleDeletes, one or two escrow transfers, one topic message, all paid by the operator) */
+  ESCROW_RECONCILE_MAX: z.coerce.number().int().min(1).max(1_000).default(20),
+  /** open tasks per pass whose workflow is looked up one by one (finds workflows Temporal no longer lists) */
+  ESCROW_RECONCILE_SAMPLE: z.coerce.number().int().min(0).max(1_000).default(20),
   /**
    * Prefix of the passport, A2A and reconciler workflow ids this deployment starts (default none).
    * Only for deployments sharing one Temporal namespace with another whose ledger ids coincide (tests

@@ -200,6 +200,49 @@ export function refusedAtPosting(task: Pick<TaskRecord, 'status' | 'escrow' | 'e
   return task.status === 'cancelled' && task.escrow && task.escrowStatus === 'none' && task.scheduleId === null;
 }
 
+/**
+ * Who reads a delivered result (issue 26 item 3): until the task is completed (paid), only its poster
+ * and its claimer; once completed, everyone (SPEC 5: task reads are open, and the work was paid for).
+ * A cancelled task was never paid: its result stays with the parties. Everyone else sees resultSha256
+ * and the status.
+ */
+export function resultVisibleTo(task: Pick<TaskRecord, 'status' | 'posterDid' | 'claimerDid'>, did: string | undefined): boolean {
+  return task.status === 'completed' || (did !== undefined && (did === task.posterDid || did === task.claimerDid));
+}
+
+/** A marketplace topic message as published: the topic is public, so a delivered result's reference (resultIpfs) never goes there. */
+export function publicTaskMessage(m: TaskMessage): TaskMessage {
+  if (m.resultIpfs === undefined) return m;
+  const { resultIpfs: _withheld, ...rest } = m;
+  return rest;
+}
+
+/**
+ * A task that still needs its workflow: open, or its escrow holding money or a pending schedule. When
+ * the workflow is gone (closed or unknown to Temporal) the escrow reconciler settles it (issue 26 item 4).
+ */
+export function awaitsSettlement(task: Pick<TaskRecord, 'status' | 'escrowStatus' | 'topUpScheduleId'>): boolean {
+  return isOpenStatus(task.status) || task.escrowStatus === 'scheduled' || task.escrowStatus === 'funded' || task.topUpScheduleId !== null;
+}
+
+/** How the escrow reconciler settled a stranded task: paid to the claimer (a recorded completion), refunded to the poster, or closed with nothing held. */
+export type StrandedSettlement = { kind: 'paid'; paymentTxId: string; refundTxId: string | null } | { kind: 'refunded'; refundTxId: string } | { kind: 'cancelled' };
+
+/**
+ * The task after the escrow reconciler settled it (at `at`, ISO): completed and released when paid,
+ * else cancelled with its escrow refunded, or cancelled (a schedule that never ran) and otherwise as it
+ * was (none, expired). Nothing is held or pending any more, and no window runs.
+ */
+export function settledTask(task: TaskRecord, settlement: StrandedSettlement, at: string): TaskRecord {
+  const ended: TaskRecord = { ...task, escrowedTinybars: '0', topUpScheduleId: null, claimEndsAt: null, reviewEndsAt: null, fundingEndsAt: null, updatedAt: at };
+  if (settlement.kind === 'paid') {
+    return { ...ended, status: 'completed', escrowStatus: 'released', paymentTxId: settlement.paymentTxId, refundTxId: settlement.refundTxId ?? task.refundTxId };
+  }
+  if (settlement.kind === 'refunded') return { ...ended, status: 'cancelled', escrowStatus: 'refunded', refundTxId: settlement.refundTxId };
+  const escrowStatus: EscrowStatus = task.escrowStatus === 'scheduled' || task.escrowStatus === 'funded' ? 'cancelled' : task.escrowStatus;
+  return { ...ended, status: task.status === 'completed' ? 'completed' : 'cancelled', escrowStatus };
+}
+
 /** A result was delivered (a delivery always leaves resultBody or resultIpfs). */
 export function wasDelivered(task: Pick<TaskRecord, 'resultBody' | 'resultIpfs'>): boolean {
   return task.resultBody !== null || task.resultIpfs !== null;
@@ -532,6 +575,7 @@ export interface TaskMessage {
   paymentTxId?: string | null;
   refundTxId?: string | null;
   resultSha256?: string | null;
+  /** never published (publicTaskMessage drops it): the topic is public and the result is the parties' until completion */
   resultIpfs?: string | null;
   passed?: boolean;
   reason?: string;

@@ -7,6 +7,7 @@ import { createLedgerServices, escrowKeyCheck, type LedgerServices } from '../le
 import { connectWorker, createWorker } from './createWorker.js';
 import { startChainIndexersOnce } from '../activities/evm/indexerControl.js';
 import { startPaymentReconcilerOnce } from './paymentReconciler.js';
+import { startEscrowReconcilerOnce } from './escrowReconciler.js';
 import { searchAttributeProblems, searchAttributeRefusal } from '../temporal/searchAttributes.js';
 
 /** the longest a SIGTERMed worker takes to exit (its shutdownForceTime is 10 s) */
@@ -61,6 +62,7 @@ async function main() {
   process.once('SIGTERM', stop);
   startChainIndexersOnce(config); // chainIndexer workflows per configured EVM contract (no-op without EVM config)
   if (ledger) startPaymentReconcilerOnce(config); // the payment reconciler's schedule (issue 23), idempotent
+  if (ledger) startEscrowReconcilerOnce(config); // the escrow reconciler's schedule (issue 26 item 4), idempotent
   console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`);
   await worker.run();
   await connection.close();

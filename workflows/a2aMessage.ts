@@ -13,10 +13,12 @@ import type { A2aLedgerActivities } from '../activities/ledger/a2a.js';
 import type { A2aDbActivities } from '../activities/db/a2a.js';
 import type { A2aMessageInput, A2aMessageResult } from './contracts/a2aMessage.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
+import { requireBoundStart } from './binding.js';
 
 const LEDGER_FAILURE_PREFIX = 'LedgerError.';
 
 export async function a2aMessage(input: A2aMessageInput): Promise<A2aMessageResult> {
+  requireBoundStart(input, 'a2aMessage'); // an input written for another workflow starts nothing (issue 26)
   const t = input.timings ?? {};
   const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2 };
   // the chunk submission heartbeats per chunk, and the keep-alive in between (worker/keepAlive.ts)

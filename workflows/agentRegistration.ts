@@ -16,6 +16,7 @@ import type { AgentRegisteredMessage } from '../domain/directory.js';
 import type { PassportWorkflowTimings } from './contracts/passport.js';
 import type { AgentRegistrationInput, AgentRegistrationResult } from './contracts/agentRegistration.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
+import { requireBoundStart } from './binding.js';
 
 export function directoryActivities(timings: PassportWorkflowTimings = {}) {
   const retry = {
@@ -34,6 +35,7 @@ export function directoryActivities(timings: PassportWorkflowTimings = {}) {
 }
 
 export async function agentRegistration(input: AgentRegistrationInput): Promise<AgentRegistrationResult> {
+  requireBoundStart(input, 'agentRegistration'); // an input written for another workflow starts nothing (issue 26)
   const { steps, durable } = directoryActivities(input.timings);
   const info = workflowInfo();
   const keyBase = `${info.workflowId}/${info.runId}`;

@@ -9,8 +9,10 @@ import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio
 import type { IndexerActivities } from '../activities/evm/indexer.js';
 import type { ChainIndexerInput, ChainIndexerResult } from './contracts/chainIndexer.js';
 import { HEARTBEAT_TIMEOUT_MS } from './activityOptions.js';
+import { requireBoundStart } from './binding.js';
 
 export async function chainIndexer(input: ChainIndexerInput): Promise<ChainIndexerResult> {
+  requireBoundStart(input, 'chainIndexer'); // an input written for another workflow starts nothing (issue 26)
   const { fetchAndStore } = proxyActivities<IndexerActivities>({
     startToCloseTimeout: '2 minutes',
     // a SIGKILLed worker's attempt is retried after this (the keep-alive heartbeats every activity)

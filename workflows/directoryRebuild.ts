@@ -9,8 +9,10 @@ import { proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { DirectoryLedgerActivities } from '../activities/ledger/directory.js';
 import type { DirectoryRebuildInput, DirectoryRebuildResult } from './contracts/directoryRebuild.js';
 import { HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
+import { requireBoundStart } from './binding.js';
 
 export async function directoryRebuild(input: DirectoryRebuildInput = {}): Promise<DirectoryRebuildResult> {
+  requireBoundStart(input, 'directoryRebuild'); // an input written for another workflow starts nothing (issue 26)
   const t = input.timings ?? {};
   const { rebuildDirectoryProjection } = proxyActivities<DirectoryLedgerActivities>({
     startToCloseTimeout: Math.max(t.activityTimeoutMs ?? 0, 600_000),

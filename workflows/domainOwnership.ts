@@ -14,10 +14,12 @@ import { allHandlersFinished, condition, proxyActivities, setHandler } from '@te
 import type { DomainOwnershipActivities } from '../activities/web/domainOwnership.js';
 import { checkNowUpdate, ownershipStateQuery, type DomainOwnershipInput, type OwnershipCheckResult } from './contracts/domainOwnership.js';
 import { DB_ACTIVITY_TIMEOUT_MS, HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
+import { requireBoundStart } from './binding.js';
 
 export const DEFAULT_OWNERSHIP_POLL_MS = 5 * 60_000;
 
 export async function domainOwnership(input: DomainOwnershipInput): Promise<OwnershipCheckResult> {
+  requireBoundStart(input, 'domainOwnership'); // an input written for another workflow starts nothing (issue 26)
   const acts = proxyActivities<DomainOwnershipActivities>({
     // one check is two probes of at most 5 s each, run side by side, and one UPDATE
     startToCloseTimeout: DB_ACTIVITY_TIMEOUT_MS,

@@ -16,3 +16,4 @@ export * from './trustAttest.js';
 export * from './taskLifecycle.js';
 export * from './sponsoredRegistration.js';
 export * from './paymentReconciler.js';
+export * from './escrowReconciler.js';

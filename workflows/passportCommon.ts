@@ -4,10 +4,14 @@ import type { PassportLedgerActivities } from '../activities/ledger/passports.js
 import type { PassportDbActivities } from '../activities/db/passports.js';
 import type { PaymentSettlementActivities } from '../activities/ledger/paymentSettlement.js';
 import type { FailedStep, PassportWorkflowTimings, PaymentRef } from './contracts/passport.js';
+import type { PassportIssuanceInput } from './contracts/passportIssuance.js';
+import type { PassportUpgradeInput } from './contracts/passportUpgrade.js';
+import type { RunClaim } from '../activities/ownClaim.js';
+import { UNBOUND_MESSAGE } from './binding.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
 
 /** Failure types that no retry can fix (see activities/ledger/passports.ts and activities/db/passports.ts). */
-const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch', 'PaymentSettlementFailed'];
+const FINAL_TYPES = ['PaymentNotFound', 'PaymentNotSettled', 'PaymentMismatch', 'PaymentSettlementFailed', 'NotOwnClaim'];
 
 export function passportActivities(timings: PassportWorkflowTimings = {}) {
   const retryBase = {
@@ -132,4 +136,44 @@ export async function confirmSettlementOrUndo(
     const reason = `confirmSettlement failed: ${failureReason(err)}`;
     return { ...(await refundOrRelease(durable, payment.transactionId, reason, 'confirmSettlement')), failedStep: 'confirmSettlement', reason };
   }
+}
+
+/** patched() id: a passport run takes its terms from its own claim row, and acts only on that (issue 26 item 2). */
+export const OWN_CLAIM_PATCH = 'passport-run-acts-on-own-claim';
+
+/**
+ * The run's own claim (activities/ownClaim.ts), the first step: a claim that is not this workflow's
+ * (a copied input started under another id) fails the run before anything moves: nothing is settled,
+ * minted or refunded for a payment another run owns.
+ */
+async function ownClaimOrFail<K extends RunClaim['kind']>(
+  durable: ReturnType<typeof passportActivities>['durable'],
+  payment: PaymentRef,
+  kind: K,
+): Promise<Extract<RunClaim, { kind: K }>> {
+  let claim: RunClaim;
+  try {
+    claim = await durable.claimOfRun({ paymentTransactionId: payment.transactionId });
+  } catch (err) {
+    if (!isActivityFailure(err)) throw err;
+    throw ApplicationFailure.create({ type: UNBOUND_MESSAGE, message: `Not this run's claim: ${failureReason(err)}`, nonRetryable: true });
+  }
+  if (claim.kind !== kind) throw ApplicationFailure.create({ type: UNBOUND_MESSAGE, message: `payment ${payment.transactionId} pays for an ${claim.kind}, not an ${kind}`, nonRetryable: true });
+  return claim as Extract<RunClaim, { kind: K }>;
+}
+
+/** What an issuance mints and for whom: its claim's terms (before OWN_CLAIM_PATCH, histories took the input's). */
+export async function issuanceTerms(durable: ReturnType<typeof passportActivities>['durable'], input: PassportIssuanceInput): Promise<Extract<RunClaim, { kind: 'issuance' }>> {
+  if (!patched(OWN_CLAIM_PATCH)) {
+    return { kind: 'issuance', network: input.network, accountId: input.accountId, did: input.did, tier: input.tier, capabilities: input.capabilities, endpoint: input.endpoint ?? null };
+  }
+  return ownClaimOrFail(durable, input.payment, 'issuance');
+}
+
+/** What an upgrade rewrites: its claim's terms (before OWN_CLAIM_PATCH, histories took the input's). */
+export async function upgradeTerms(durable: ReturnType<typeof passportActivities>['durable'], input: PassportUpgradeInput): Promise<Extract<RunClaim, { kind: 'upgrade' }>> {
+  if (!patched(OWN_CLAIM_PATCH)) {
+    return { kind: 'upgrade', tokenId: input.tokenId, serial: input.serial, accountId: input.accountId, did: input.did, oldTier: input.oldTier, newTier: input.newTier, capabilities: input.capabilities };
+  }
+  return ownClaimOrFail(durable, input.payment, 'upgrade');
 }

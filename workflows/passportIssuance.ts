@@ -19,12 +19,16 @@
  * step is behind patched(SETTLE_IN_WORKFLOW_PATCH).
  */
 import { patched, workflowInfo } from '@temporalio/workflow';
-import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities, settleOrUndo, SETTLE_IN_WORKFLOW_PATCH } from './passportCommon.js';
+import { confirmSettlementOrUndo, failureReason, isActivityFailure, issuanceTerms, passportActivities, settleOrUndo, SETTLE_IN_WORKFLOW_PATCH } from './passportCommon.js';
+import { requireBoundStart } from './binding.js';
 import type { PassportIssuanceInput, PassportIssuanceResult } from './contracts/passportIssuance.js';
 
 export async function passportIssuance(input: PassportIssuanceInput): Promise<PassportIssuanceResult> {
+  // an input written for another workflow starts nothing; the run acts on its own claim only (issue 26)
+  requireBoundStart(input, 'passportIssuance');
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
+  const terms = await issuanceTerms(durable, input);
   if (patched(SETTLE_IN_WORKFLOW_PATCH)) {
     const unsettled = await settleOrUndo(durable, payment);
     if (unsettled) return unsettled;
@@ -39,9 +43,9 @@ export async function passportIssuance(input: PassportIssuanceInput): Promise<Pa
   let minted: { tokenId: string; serial: number; transactionId: string } | undefined;
   let delivered: { transactionId: string };
   try {
-    minted = await steps.mintPassport({ idempotencyKey: `${keyBase}/mint`, tier: input.tier, capabilities: input.capabilities });
+    minted = await steps.mintPassport({ idempotencyKey: `${keyBase}/mint`, tier: terms.tier, capabilities: terms.capabilities });
     step = 'deliver';
-    delivered = await steps.deliverPassport({ idempotencyKey: `${keyBase}/deliver`, serial: minted.serial, to: input.accountId });
+    delivered = await steps.deliverPassport({ idempotencyKey: `${keyBase}/deliver`, serial: minted.serial, to: terms.accountId });
   } catch (err) {
     if (!isActivityFailure(err)) throw err;
     const reason = `${step} failed: ${failureReason(err)}`;
@@ -53,23 +57,23 @@ export async function passportIssuance(input: PassportIssuanceInput): Promise<Pa
   // (histories recorded before this step replay without it). A collection without a freeze key
   // answers a final status, which does not undo a paid, delivered passport.
   if (patched('passport-freeze-holder')) {
-    await durable.setPassportFrozen({ idempotencyKey: `${keyBase}/freeze`, accountId: input.accountId, frozen: true });
+    await durable.setPassportFrozen({ idempotencyKey: `${keyBase}/freeze`, accountId: terms.accountId, frozen: true });
   }
 
   const issuedAt = Date.now(); // workflow time: deterministic on replay
   const audit = await durable.publishAudit({
     idempotencyKey: `${keyBase}/audit`,
-    event: { v: 1, type: 'passport.issued', did: input.did, tokenId: minted.tokenId, serial: minted.serial, tier: input.tier, timestamp: issuedAt },
+    event: { v: 1, type: 'passport.issued', did: terms.did, tokenId: minted.tokenId, serial: minted.serial, tier: terms.tier, timestamp: issuedAt },
   });
   const recorded = await durable.recordPassport({
-    network: input.network,
+    network: terms.network,
     tokenId: minted.tokenId,
     serial: minted.serial,
-    accountId: input.accountId,
-    did: input.did,
-    tier: input.tier,
-    capabilities: input.capabilities,
-    endpoint: input.endpoint ?? null,
+    accountId: terms.accountId,
+    did: terms.did,
+    tier: terms.tier,
+    capabilities: terms.capabilities,
+    endpoint: terms.endpoint,
     issuedAtMs: issuedAt,
     paymentTransactionId: payment.transactionId,
     mintTransactionId: minted.transactionId,
@@ -80,10 +84,10 @@ export async function passportIssuance(input: PassportIssuanceInput): Promise<Pa
     status: 'issued',
     tokenId: minted.tokenId,
     serialNumber: minted.serial,
-    did: input.did,
-    accountId: input.accountId,
-    tier: input.tier,
-    capabilities: input.capabilities,
+    did: terms.did,
+    accountId: terms.accountId,
+    tier: terms.tier,
+    capabilities: terms.capabilities,
     issuedAt: recorded.issuedAt,
     mintTransactionId: minted.transactionId,
     deliverTransactionId: delivered.transactionId,

@@ -9,8 +9,10 @@
 import { patched } from '@temporalio/workflow';
 import { failureReason, isActivityFailure, passportActivities } from './passportCommon.js';
 import type { PassportRefundInput, PassportRefundResult } from './contracts/passportRefund.js';
+import { requireBoundStart } from './binding.js';
 
 export async function passportRefund(input: PassportRefundInput): Promise<PassportRefundResult> {
+  requireBoundStart(input, 'passportRefund'); // an input written for another workflow starts nothing (issue 26)
   const { durable } = passportActivities(input.timings);
   try {
     const r = await durable.refundPayment({ paymentTransactionId: input.paymentTransactionId, reason: input.reason, ...(input.failedStep ? { failedStep: input.failedStep } : {}) });

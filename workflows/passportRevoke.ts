@@ -10,8 +10,10 @@
 import { patched, workflowInfo } from '@temporalio/workflow';
 import { passportActivities } from './passportCommon.js';
 import type { PassportRevokeInput, PassportRevokeResult } from './contracts/passportRevoke.js';
+import { requireBoundStart } from './binding.js';
 
 export async function passportRevoke(input: PassportRevokeInput): Promise<PassportRevokeResult> {
+  requireBoundStart(input, 'passportRevoke'); // an input written for another workflow starts nothing (issue 26)
   const { steps, durable } = passportActivities(input.timings);
   const info = workflowInfo();
   const keyBase = `${info.workflowId}/${info.runId}`;

@@ -11,12 +11,16 @@
  * Histories recorded before issue 23 start with confirmSettlement (patched(SETTLE_IN_WORKFLOW_PATCH)).
  */
 import { patched, workflowInfo } from '@temporalio/workflow';
-import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities, settleOrUndo, SETTLE_IN_WORKFLOW_PATCH } from './passportCommon.js';
+import { confirmSettlementOrUndo, failureReason, isActivityFailure, passportActivities, settleOrUndo, SETTLE_IN_WORKFLOW_PATCH, upgradeTerms } from './passportCommon.js';
+import { requireBoundStart } from './binding.js';
 import type { PassportUpgradeInput, PassportUpgradeResult } from './contracts/passportUpgrade.js';
 
 export async function passportUpgrade(input: PassportUpgradeInput): Promise<PassportUpgradeResult> {
+  // an input written for another workflow starts nothing; the run acts on its own claim only (issue 26)
+  requireBoundStart(input, 'passportUpgrade');
   const { steps, durable } = passportActivities(input.timings);
   const payment = input.payment;
+  const terms = await upgradeTerms(durable, input);
   if (patched(SETTLE_IN_WORKFLOW_PATCH)) {
     const unsettled = await settleOrUndo(durable, payment);
     if (unsettled) return unsettled;
@@ -28,7 +32,7 @@ export async function passportUpgrade(input: PassportUpgradeInput): Promise<Pass
   let updated: { transactionId: string };
   try {
     // the passport's own collection: after a migration (bootstrap:network --new-collection) older passports live in the previous one
-    updated = await steps.updatePassportMetadata({ idempotencyKey: `${keyBase}/metadata`, tokenId: input.tokenId, serial: input.serial, tier: input.newTier, capabilities: input.capabilities });
+    updated = await steps.updatePassportMetadata({ idempotencyKey: `${keyBase}/metadata`, tokenId: terms.tokenId, serial: terms.serial, tier: terms.newTier, capabilities: terms.capabilities });
   } catch (err) {
     if (!isActivityFailure(err)) throw err;
     const reason = `metadata update failed: ${failureReason(err)}`;
@@ -42,24 +46,24 @@ export async function passportUpgrade(input: PassportUpgradeInput): Promise<Pass
     event: {
       v: 1,
       type: 'passport.upgraded',
-      did: input.did,
-      tokenId: input.tokenId,
-      serial: input.serial,
-      tier: input.newTier,
-      oldTier: input.oldTier,
-      newTier: input.newTier,
+      did: terms.did,
+      tokenId: terms.tokenId,
+      serial: terms.serial,
+      tier: terms.newTier,
+      oldTier: terms.oldTier,
+      newTier: terms.newTier,
       timestamp: upgradedAt,
     },
   });
-  await durable.recordUpgrade({ paymentTransactionId: payment.transactionId, tokenId: input.tokenId, serial: input.serial, newTier: input.newTier, capabilities: input.capabilities });
+  await durable.recordUpgrade({ paymentTransactionId: payment.transactionId, tokenId: terms.tokenId, serial: terms.serial, newTier: terms.newTier, capabilities: terms.capabilities });
   return {
     status: 'upgraded',
-    tokenId: input.tokenId,
-    serialNumber: input.serial,
-    did: input.did,
-    oldTier: input.oldTier,
-    newTier: input.newTier,
-    capabilities: input.capabilities,
+    tokenId: terms.tokenId,
+    serialNumber: terms.serial,
+    did: terms.did,
+    oldTier: terms.oldTier,
+    newTier: terms.newTier,
+    capabilities: terms.capabilities,
     upgradedAt,
     updateTransactionId: updated.transactionId,
     auditTransactionId: audit.transactionId,

@@ -17,7 +17,7 @@
  * their pass (ParentClosePolicy.ABANDON): a pass that times out never stops an issuance or a refund
  * half-way; the next pass finds it running.
  */
-import { ChildWorkflowFailure, executeChild, ParentClosePolicy, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ChildWorkflowFailure, executeChild, ParentClosePolicy, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { PaymentReconcilerActivities, ClaimedRequest } from '../activities/db/paymentReconciler.js';
 import { passportActivities } from './passportCommon.js';
@@ -27,6 +27,16 @@ import { passportIssuance } from './passportIssuance.js';
 import { passportUpgrade } from './passportUpgrade.js';
 import { passportRefund } from './passportRefund.js';
 import { RETRY_MAXIMUM_MS } from './activityOptions.js';
+import { BOUND_MESSAGES_PATCH, childBinding } from './binding.js';
+import type { MessageBinding } from './contracts/binding.js';
+
+/**
+ * A child's input bound to the child (workflows/binding.ts); histories recorded before the binding
+ * started their children without one (the patch keeps their commands as they were).
+ */
+function bindingOf(workflowId: string, type: string): { binding?: MessageBinding } {
+  return patched(BOUND_MESSAGES_PATCH) ? { binding: childBinding(workflowId, type) } : {};
+}
 
 export async function paymentReconciler(input: PaymentReconcilerInput): Promise<PaymentReconcilerResult> {
   const t = input.timings ?? {};
@@ -47,7 +57,7 @@ export async function paymentReconciler(input: PaymentReconcilerInput): Promise<
         const r = await executeChild(passportIssuance, {
           workflowId: request.workflowId,
           parentClosePolicy: ParentClosePolicy.ABANDON,
-          args: [{ network: request.network, accountId: request.accountId, did: request.did, tier: request.tier, capabilities: request.capabilities, ...(request.endpoint ? { endpoint: request.endpoint } : {}), payment, ...timings }],
+          args: [{ network: request.network, accountId: request.accountId, did: request.did, tier: request.tier, capabilities: request.capabilities, ...(request.endpoint ? { endpoint: request.endpoint } : {}), payment, ...timings, ...bindingOf(request.workflowId, 'passportIssuance') }],
         });
         if (r.status === 'issued') return { ...base, action: 'issued', detail: `${r.tokenId}/${r.serialNumber}` };
         return r.status === 'refunded' ? { ...base, action: 'refunded', detail: r.refundTransactionId } : { ...base, action: 'released', detail: r.reason };
@@ -55,7 +65,7 @@ export async function paymentReconciler(input: PaymentReconcilerInput): Promise<
       const r = await executeChild(passportUpgrade, {
         workflowId: request.workflowId,
         parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [{ tokenId: request.tokenId, serial: request.serial, accountId: request.accountId, did: request.did, oldTier: request.oldTier, newTier: request.newTier, capabilities: request.capabilities, payment, ...timings }],
+        args: [{ tokenId: request.tokenId, serial: request.serial, accountId: request.accountId, did: request.did, oldTier: request.oldTier, newTier: request.newTier, capabilities: request.capabilities, payment, ...timings, ...bindingOf(request.workflowId, 'passportUpgrade') }],
       });
       if (r.status === 'upgraded') return { ...base, action: 'upgraded', detail: `${r.tokenId}/${r.serialNumber} ${r.newTier}` };
       return r.status === 'refunded' ? { ...base, action: 'refunded', detail: r.refundTransactionId } : { ...base, action: 'released', detail: r.reason };
@@ -69,7 +79,11 @@ export async function paymentReconciler(input: PaymentReconcilerInput): Promise<
   const refund = async (paymentTransactionId: string, why: string): Promise<ReconcileAction> => {
     const workflowId = `${scope}${passportRefundWorkflowId(paymentTransactionId)}`;
     try {
-      const r = await executeChild(passportRefund, { workflowId, parentClosePolicy: ParentClosePolicy.ABANDON, args: [{ paymentTransactionId, reason: `reconciled: ${why}`, ...timings }] });
+      const r = await executeChild(passportRefund, {
+        workflowId,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [{ paymentTransactionId, reason: `reconciled: ${why}`, ...timings, ...bindingOf(workflowId, 'passportRefund') }],
+      });
       return r.status === 'refunded'
         ? { paymentTransactionId, workflowId, action: 'refunded', detail: r.refundTransactionId }
         : { paymentTransactionId, workflowId, action: 'released', detail: r.reason };

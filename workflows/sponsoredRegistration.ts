@@ -11,14 +11,16 @@
  * record is marked failed and the workflow fails; the key itself stays valid. The input holds
  * public fields only (never the key nor its hash).
  */
-import { proxyActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
+import { patched, proxyActivities, setCurrentDetails, workflowInfo } from '@temporalio/workflow';
 import { sponsoredMessage } from '../domain/registry.js';
 import type { RegistryActivities } from '../activities/ledger/registry.js';
 import type { TopicWrite } from '../activities/ledger/directory.js';
 import type { SponsoredRegistrationInput, SponsoredRegistrationResult } from './contracts/sponsoredRegistration.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_ACTIVITY_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from './activityOptions.js';
+import { BOUND_MESSAGES_PATCH, requireBoundStart } from './binding.js';
 
 export async function sponsoredRegistration(input: SponsoredRegistrationInput): Promise<SponsoredRegistrationResult> {
+  requireBoundStart(input, 'sponsoredRegistration'); // an input written for another workflow starts nothing (issue 26)
   const t = input.timings ?? {};
   const retry = { initialInterval: t.retryInitialMs ?? 1_000, maximumInterval: t.retryMaximumMs ?? RETRY_MAXIMUM_MS, backoffCoefficient: 2 };
   const startToCloseTimeout = t.activityTimeoutMs ?? LEDGER_ACTIVITY_TIMEOUT_MS;
@@ -31,7 +33,9 @@ export async function sponsoredRegistration(input: SponsoredRegistrationInput): 
   setCurrentDetails(`Sponsored registration "${input.name}" (${input.id}) for ${input.owner}: directory message`);
   let write: TopicWrite;
   try {
-    write = await steps.publishSponsoredRecord({ idempotencyKey: `${info.workflowId}/${info.runId}/directory`, message });
+    // keyed by the workflow since issue 26: a later run of the same registration finds the earlier write
+    const key = patched(BOUND_MESSAGES_PATCH) ? `${info.workflowId}/directory` : `${info.workflowId}/${info.runId}/directory`;
+    write = await steps.publishSponsoredRecord({ idempotencyKey: key, message });
   } catch (err) {
     setCurrentDetails(`Sponsored registration "${input.name}" (${input.id}): directory message not written`);
     await durable.failSponsoredRecord({ id: input.id });

@@ -39,6 +39,7 @@
  *   timers.ts     renewals, the deadline, the claim, review and funding windows, continue-as-new
  *   verify.ts     the verifier runs
  *   refusals.ts   the TaskRefusal failures
+ *   authority.ts  who may move the task's money: bound arguments, authorisation rows (issue 26)
  */
 import { ApplicationFailure, allHandlersFinished, condition, continueAsNew, patched, setHandler } from '@temporalio/workflow';
 import { DEFAULT_CLAIM_WINDOW_S, DEFAULT_REVIEW_WINDOW_S, DEFAULT_REWARD_INCREASES_MAX, hbarToTinybars, tinybarsToHbar, type StepRequest, type TaskRecord } from '../domain/market.js';
@@ -61,6 +62,8 @@ import { stepChecks } from './taskLifecycle/checks.js';
 import { escrowOf } from './taskLifecycle/escrow.js';
 import { runTimers } from './taskLifecycle/timers.js';
 import { verification } from './taskLifecycle/verify.js';
+import { taskAuthority } from './taskLifecycle/authority.js';
+import { requireBoundStart } from './binding.js';
 
 export * from './contracts/taskLifecycle.js';
 export {
@@ -75,6 +78,8 @@ export {
 } from './taskLifecycle/run.js';
 
 export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskRecord> {
+  // an input written for another workflow, or carried state a client sent, starts nothing (issue 26)
+  requireBoundStart(input, 'taskLifecycle');
   const t = input.timings ?? {};
   const activities = taskActivities(t);
   /** the escrow promises (see the header); histories recorded before them replay without */
@@ -91,6 +96,7 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
   const timings = scheduleTimings(input, promises);
   const escrow = escrowOf(run, activities, commit, timings);
   const verify = verification(run, activities.verifier, commit, exclusive, t);
+  const authority = taskAuthority(run, activities.durable, carried?.nonces);
   const claimWindowMs = () => (task.claimWindowSeconds ?? DEFAULT_CLAIM_WINDOW_S) * 1000;
   const reviewWindowMs = () => (task.reviewWindowSeconds ?? DEFAULT_REVIEW_WINDOW_S) * 1000;
 
@@ -108,16 +114,19 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
 
   setHandler(
     fundUpdate,
-    (args) =>
-      exclusive(async () => {
+    (args) => {
+      authority.useBound(args, 'fund');
+      return exclusive(async () => {
         if (args.posterDid !== task.posterDid) check('cancel', args.posterDid);
         if (task.escrowStatus !== 'scheduled' && !task.topUpScheduleId) return { ...task };
         await escrow.signPending(args.scheduleSigns, 'The escrow could not be funded');
         await commit(null);
         return { ...task };
-      }),
+      });
+    },
     {
       validator: (args) => {
+        authority.checkBound(args, 'fund');
         if (args.posterDid !== task.posterDid) check('cancel', args.posterDid);
         if (escrow.pending().length > 0) checkScheduleSigns(args.scheduleSigns);
       },
@@ -126,18 +135,21 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
 
   setHandler(
     claimUpdate,
-    (args) =>
-      tracked('claim', { callerDid: args.claimerDid }, () => exclusive(async () => {
-        if (repeated('claim', { callerDid: args.claimerDid })) return { ...task };
-        check('claim', args.claimerDid);
-        task.status = 'claimed';
-        task.claimerDid = args.claimerDid;
-        if (promises) task.claimEndsAt = isoIn(claimWindowMs());
-        await commit('task.claimed', { claimerDid: args.claimerDid });
-        return { ...task };
-      })),
+    (args) => {
+      authority.useBound(args, 'claim');
+      return tracked('claim', { callerDid: args.claimerDid }, () => exclusive(async () => {
+          if (repeated('claim', { callerDid: args.claimerDid })) return { ...task };
+          check('claim', args.claimerDid);
+          task.status = 'claimed';
+          task.claimerDid = args.claimerDid;
+          if (promises) task.claimEndsAt = isoIn(claimWindowMs());
+          await commit('task.claimed', { claimerDid: args.claimerDid });
+          return { ...task };
+        }));
+    },
     {
       validator: (args) => {
+        authority.checkBound(args, 'claim');
         refuseInFlight('claim', { callerDid: args.claimerDid });
         if (!repeats('claim', { callerDid: args.claimerDid })) check('claim', args.claimerDid);
       },
@@ -152,25 +164,28 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
 
   setHandler(
     deliverUpdate,
-    (args) =>
-      tracked('deliver', deliveryOf(args), () => exclusive(async () => {
-        if (repeated('deliver', deliveryOf(args))) return { ...task };
-        check('deliver', args.claimerDid);
-        checkDelivery(args);
-        task.status = 'delivered';
-        task.resultBody = args.resultBody ?? null;
-        task.resultIpfs = args.resultIpfs ?? null;
-        task.resultSha256 = args.resultSha256 ?? null;
-        task.deliveredAt = nowIso();
-        if (promises) {
-          task.claimEndsAt = null;
-          if (task.escrow) task.reviewEndsAt = isoIn(reviewWindowMs());
-        }
-        await commit('task.delivered', { claimerDid: task.claimerDid, resultSha256: task.resultSha256, resultIpfs: task.resultIpfs });
-        return { ...task };
-      })),
+    (args) => {
+      authority.useBound(args, 'deliver');
+      return tracked('deliver', deliveryOf(args), () => exclusive(async () => {
+          if (repeated('deliver', deliveryOf(args))) return { ...task };
+          check('deliver', args.claimerDid);
+          checkDelivery(args);
+          task.status = 'delivered';
+          task.resultBody = args.resultBody ?? null;
+          task.resultIpfs = args.resultIpfs ?? null;
+          task.resultSha256 = args.resultSha256 ?? null;
+          task.deliveredAt = nowIso();
+          if (promises) {
+            task.claimEndsAt = null;
+            if (task.escrow) task.reviewEndsAt = isoIn(reviewWindowMs());
+          }
+          await commit('task.delivered', { claimerDid: task.claimerDid, resultSha256: task.resultSha256, resultIpfs: task.resultIpfs });
+          return { ...task };
+        }));
+    },
     {
       validator: (args) => {
+        authority.checkBound(args, 'deliver');
         refuseInFlight('deliver', deliveryOf(args));
         if (repeats('deliver', deliveryOf(args))) return;
         check('deliver', args.claimerDid);
@@ -179,22 +194,38 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
     },
   );
 
-  setHandler(verifyUpdate, (_args) => (promises ? verify.verifyOnce() : verify.verifyEach()), { validator: (_args) => verify.check() });
+  setHandler(
+    verifyUpdate,
+    (args) => {
+      authority.useBound(args, 'verify');
+      return promises ? verify.verifyOnce() : verify.verifyEach();
+    },
+    {
+      validator: (args) => {
+        authority.checkBound(args, 'verify');
+        verify.check();
+      },
+    },
+  );
 
   setHandler(
     completeUpdate,
-    (args) =>
-      tracked('complete', { callerDid: args.posterDid }, () => exclusive(async () => {
-        if (repeated('complete', { callerDid: args.posterDid })) return { ...task };
-        checkComplete(args);
-        if (task.escrow) await escrow.release(args.scheduleSigns ?? []);
-        else await escrow.payDirectly(args.directTransferBytes!);
-        task.status = 'completed';
-        await commit('task.completed', { claimerDid: task.claimerDid, paymentTxId: task.paymentTxId });
-        return { ...task };
-      })),
+    (args) => {
+      authority.useBound(args, 'complete');
+      return tracked('complete', { callerDid: args.posterDid }, () => exclusive(async () => {
+          if (repeated('complete', { callerDid: args.posterDid })) return { ...task };
+          checkComplete(args);
+          await authority.authorise(args, 'complete', args.posterDid);
+          if (task.escrow) await escrow.release(args.scheduleSigns ?? []);
+          else await escrow.payDirectly(args.directTransferBytes!);
+          task.status = 'completed';
+          await commit('task.completed', { claimerDid: task.claimerDid, paymentTxId: task.paymentTxId });
+          return { ...task };
+        }));
+    },
     {
       validator: (args) => {
+        authority.checkBound(args, 'complete');
         refuseInFlight('complete', { callerDid: args.posterDid });
         if (!repeats('complete', { callerDid: args.posterDid })) validateComplete(args);
       },
@@ -203,15 +234,19 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
 
   setHandler(
     cancelUpdate,
-    (args) =>
-      tracked('cancel', { callerDid: args.posterDid }, () => exclusive(async () => {
-        if (repeated('cancel', { callerDid: args.posterDid })) return { ...task };
-        check('cancel', args.posterDid);
-        await cancelNow('task.cancelled', args.reason);
-        return { ...task };
-      })),
+    (args) => {
+      authority.useBound(args, 'cancel');
+      return tracked('cancel', { callerDid: args.posterDid }, () => exclusive(async () => {
+          if (repeated('cancel', { callerDid: args.posterDid })) return { ...task };
+          check('cancel', args.posterDid);
+          await authority.authorise(args, 'cancel', args.posterDid);
+          await cancelNow('task.cancelled', args.reason);
+          return { ...task };
+        }));
+    },
     {
       validator: (args) => {
+        authority.checkBound(args, 'cancel');
         refuseInFlight('cancel', { callerDid: args.posterDid });
         if (!repeats('cancel', { callerDid: args.posterDid })) check('cancel', args.posterDid);
       },
@@ -220,24 +255,34 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
 
   setHandler(
     increaseRewardUpdate,
-    (args) =>
-      exclusive(async () => {
+    (args) => {
+      authority.useBound(args, 'increaseReward');
+      return exclusive(async () => {
+          checkIncrease(args);
+          await authority.authorise(args, 'increaseReward', args.posterDid);
+          const newPrice = hbarToTinybars(args.newPriceHbar)!;
+          const oldPriceHbar = task.priceHbar;
+          if (promises) task.rewardIncreases = (task.rewardIncreases ?? 0) + 1;
+          if (task.escrow) await escrow.raise(newPrice);
+          task.priceTinybars = newPrice.toString();
+          task.priceHbar = tinybarsToHbar(newPrice);
+          await commit('task.reward_increased', { priceHbar: task.priceHbar, scheduleId: task.scheduleId, reason: `from ${oldPriceHbar}` });
+          return { ...task };
+        });
+    },
+    {
+      validator: (args) => {
+        authority.checkBound(args, 'increaseReward');
         checkIncrease(args);
-        const newPrice = hbarToTinybars(args.newPriceHbar)!;
-        const oldPriceHbar = task.priceHbar;
-        if (promises) task.rewardIncreases = (task.rewardIncreases ?? 0) + 1;
-        if (task.escrow) await escrow.raise(newPrice);
-        task.priceTinybars = newPrice.toString();
-        task.priceHbar = tinybarsToHbar(newPrice);
-        await commit('task.reward_increased', { priceHbar: task.priceHbar, scheduleId: task.scheduleId, reason: `from ${oldPriceHbar}` });
-        return { ...task };
-      }),
-    { validator: checkIncrease },
+      },
+    },
   );
 
   // ---------------------------------------------------------------- posting
 
   if (!carried) {
+    // the posting acts on the row the API wrote when it checked the poster (issue 26); refused, nothing is written
+    await authority.authoriseStart(input, task.posterDid);
     try {
       if (task.escrow) {
         const s = await escrow.create(BigInt(task.priceTinybars), 'fund');
@@ -273,7 +318,13 @@ export async function taskLifecycle(input: TaskLifecycleInput): Promise<TaskReco
 
   const outcome = await runTimers({ run, commit, exclusive, escrow, cancel: cancelNow, promises, continueAsNewAfterEvents: t.continueAsNewAfterEvents });
   if (outcome === 'continue') {
-    return continueAsNew<typeof taskLifecycle>({ task: input.task, timings: input.timings, ...(run.facts ? { ledger: run.facts } : {}), carried: carriedOf(run) });
+    return continueAsNew<typeof taskLifecycle>({
+      task: input.task,
+      timings: input.timings,
+      ...(run.facts ? { ledger: run.facts } : {}),
+      ...(input.binding ? { binding: input.binding } : {}),
+      carried: carriedOf(run, authority.carriedNonces()),
+    });
   }
   await condition(allHandlersFinished);
   return { ...task };

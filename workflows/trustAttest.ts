@@ -11,8 +11,10 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { AttestActivities } from '../activities/evm/attest.js';
 import type { OnChainAttestation, TrustAttestInput } from './contracts/trustAttest.js';
 import { HEARTBEAT_TIMEOUT_MS, RETRY_MAXIMUM_MS } from './activityOptions.js';
+import { requireBoundStart } from './binding.js';
 
 export async function trustAttest(input: TrustAttestInput): Promise<OnChainAttestation> {
+  requireBoundStart(input, 'trustAttest'); // an input written for another workflow starts nothing (issue 26)
   const evm = proxyActivities<AttestActivities>({
     // one attempt: a call, a signature, a send and the wait for the receipt (60 s at most)
     startToCloseTimeout: 120_000,

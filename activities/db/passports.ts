@@ -5,6 +5,8 @@ import { findPaymentByTransactionId } from '../../db/queries/payments.js';
 import { beginRequestLedgerWrites, markPassportRevoked, markRequestFailed, recordIssuedPassport, recordUpgradedPassport, type NewPassport, type RequestFailedStep } from '../../db/queries/passports.js';
 import { normalizePayer } from '../../ledger/x402/ids.js';
 import { callerRunId } from '../callerRun.js';
+import { NOT_OWN_CLAIM, ownClaim, type RunClaim } from '../ownClaim.js';
+import { Context } from '@temporalio/activity';
 
 export function createPassportDbActivities(deps: { sql: Sql }) {
   const { sql } = deps;
@@ -31,11 +33,23 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
     // the last step before the mint (or the metadata update): the claim is taken to the ledger here,
     // unless it was refused meanwhile (an API that took the workflow for gone), whose refund is then
     // owed instead of a passport: never both (db/migrations/0055)
-    const claim = await beginRequestLedgerWrites(sql, input.paymentTransactionId, callerRunId());
+    const claim = await beginRequestLedgerWrites(sql, input.paymentTransactionId, callerRunId(), Context.current().info.workflowExecution?.workflowId ?? '');
+    if (claim === 'not_own') {
+      throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId} pays for a request of another workflow`, type: NOT_OWN_CLAIM, nonRetryable: true });
+    }
     if (claim === 'refused' || claim === 'refunded' || claim === 'failed') {
       throw ApplicationFailure.create({ message: `payment ${input.paymentTransactionId}: its request is ${claim}, so nothing is issued for it`, type: 'RequestNotPending', nonRetryable: true });
     }
     return { status: p.status };
+  }
+
+  /**
+   * The first step of a passport run (issue 26 item 2): the claim its payment paid for, which must
+   * name this run's workflow; the run takes tier, capabilities, owner and passport from it, never
+   * from its input. Refused (final, NotOwnClaim): a run that is not the claim's moves nothing.
+   */
+  async function claimOfRun(input: { paymentTransactionId: string }): Promise<RunClaim> {
+    return (await ownClaim(sql, input.paymentTransactionId)).claim;
   }
 
   async function recordPassport(input: NewPassport): Promise<{ issuedAt: number }> {
@@ -60,7 +74,7 @@ export function createPassportDbActivities(deps: { sql: Sql }) {
     return { released: await markRequestFailed(sql, input.paymentTransactionId, input.reason.slice(0, 500), input.failedStep, callerRunId()) };
   }
 
-  return { confirmSettlement, recordPassport, recordUpgrade, markRevoked, releaseClaim };
+  return { confirmSettlement, claimOfRun, recordPassport, recordUpgrade, markRevoked, releaseClaim };
 }
 
 export type PassportDbActivities = ReturnType<typeof createPassportDbActivities>;

@@ -18,7 +18,7 @@
  * Signing is serialised per process (one attester key), so two attestations of one worker never
  * pick the same nonce. A revert (e.g. NotMinter: the key is not a minter) fails for good.
  */
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import {
   BaseError,
   ContractFunctionRevertedError,
@@ -32,6 +32,7 @@ import {
 } from 'viem';
 import type { Sql } from 'postgres';
 import { agentPassportAbi } from '../../evm/abis.js';
+import { trustAttestWorkflowId } from '../../workflows/contracts/trustAttest.js';
 import type { EvmPublicClient, EvmWalletClient } from '../../evm/clients.js';
 import {
   confirmAttestation,
@@ -156,6 +157,12 @@ export function createAttestActivities(deps: AttestActivityDeps) {
     if (!/^[0-9a-f]{64}$/.test(input.snapshotHash)) throw ApplicationFailure.nonRetryable('snapshotHash must be 64 lower-case hex characters', 'AttestBadInput');
     let row = await findAttestation(sql, input.snapshotHash);
     if (!row) throw ApplicationFailure.nonRetryable(`no attestation record for ${input.snapshotHash}`, 'AttestNotOpened');
+    // the key signs only the record the API opened, for the workflow of that record (issue 26 item 2;
+    // tests put a scope in front of the id): a copied input under another id or domain signs nothing
+    const workflowId = Context.current().info.workflowExecution?.workflowId ?? '';
+    if (row.domain !== input.domain || !workflowId.endsWith(trustAttestWorkflowId(row.domain, row.snapshot_hash))) {
+      throw ApplicationFailure.nonRetryable(`attestation ${input.snapshotHash} is not this workflow's (${workflowId})`, 'NotOwnClaim');
+    }
     if (row.status === 'confirmed') return onChainOf(row);
     if (row.status === 'failed') throw ApplicationFailure.nonRetryable(`attestation failed: ${row.error ?? 'unknown'}`, 'AttestReverted');
 

@@ -12,7 +12,7 @@
  *   refundEscrow           escrow -> poster
  *   submitDirectTransfer   a poster-signed transfer (tasks without escrow), checked here again
  *                          (ledger/transferCheck.ts checkPayment), submitted without any service signature
- *   publishTaskMessage     the marketplace topic message of a step
+ *   publishTaskMessage     the marketplace topic message of a step (public: ids and public values, never the result or its reference)
  *
  * Client bytes (issue 19 item 1): the workflow's input is not trusted. Whatever reaches these
  * activities (through the API, or written to Temporal by anyone else) is checked with the same
@@ -29,7 +29,7 @@
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Sql } from 'postgres';
-import { paymentMemo, type TaskMessage } from '../../domain/market.js';
+import { paymentMemo, publicTaskMessage, type TaskMessage } from '../../domain/market.js';
 import { LedgerError, toLedgerError } from '../../ledger/errors.js';
 import { buildHbarTransfer, buildScheduleCreate, buildScheduleDelete, buildTopicMessage } from '../../ledger/operations.js';
 import { ScheduleDeleteTransaction, Transaction, TransferTransaction, type PublicKey } from '@hashgraph/sdk';
@@ -91,23 +91,24 @@ export interface DirectPaymentFacts {
   feeTinybars: string;
 }
 
-export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerServices }) {
+/** One transfer out of the escrow account: to whom, how much. */
+export interface EscrowLeg {
+  to: string;
+  amountTinybars: bigint;
+}
+
+/**
+ * The escrow account's books per task (issue 19 item 4): a schedule's outcome from the ledger, what
+ * a task holds, and the one way money leaves the escrow (escrowTransfer, under the task's own payout
+ * or refund key). Shared by the task workflow's activities and the escrow reconciler's
+ * (activities/ledger/marketEscrowReconciler.ts).
+ */
+export function escrowBooks(deps: { sql: Sql; ledger: LedgerServices }) {
   const { deployment, submitter, mirror, client } = deps.ledger;
   const operatorKey = client.operatorPublicKey;
-  const operatorId = deployment.operator.accountId;
   // the escrow's own key signs its payouts and refunds (the operator's key when the escrow is an account of the operator's key)
   const escrowKey = parsePrivateKey(deployment.escrowPrivateKey);
   const escrowSigners = operatorKey && escrowKey.publicKey.toStringRaw() === operatorKey.toStringRaw() ? [] : [escrowKey];
-
-  const policy = (): TransferCheckPolicy => ({ nodeAccountIds: clientNodeAccountIds(client).map((n) => n.toString()), now: Date.now() });
-
-  /** The account's single public key from the mirror; a refusal when it has none (a key list, a deleted account). */
-  async function accountKey(accountId: string, role: string): Promise<PublicKey> {
-    const account = await mirror.getAccount(accountId);
-    const key = account && !account.deleted ? publicKeyFromMirror(account.key) : null;
-    if (!key) throw new TransferCheckError('missing_signer_signature', `the ${role} account ${accountId} has no single key to check its signature with`);
-    return key;
-  }
 
   /** A schedule's state from the ledger; the ScheduleCreate this service recorded names its scheduled transaction once it is purged. */
   async function scheduleState(scheduleId: string): Promise<ScheduleState> {
@@ -121,6 +122,94 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerSer
     if (s.status !== 'executed') return { executed: false };
     if (s.result !== 'SUCCESS') return { executed: false, failedStatus: s.result };
     return { executed: true };
+  }
+
+  const escrowNet = (tx: TransferTransaction | undefined): bigint =>
+    (tx?.hbarTransfersList ?? []).filter((t) => t.accountId.toString() === deployment.escrow).reduce((s, t) => s + BigInt(t.amount.toTinybars().toString()), 0n);
+
+  /**
+   * What the escrow holds for a task, from this service's own records of its ledger writes under the
+   * task's workflow id (never from the workflow's input) and the ledger: the task's escrow schedules
+   * that executed with SUCCESS, less every payout and refund recorded for it (pending ones count as
+   * spent). `except` is the write being prepared now.
+   */
+  async function escrowHeld(taskId: string, except: string): Promise<bigint> {
+    const rows = await submissionsWithPrefix(deps.sql, `task:${taskId}/`);
+    const deleted = new Set<string>();
+    for (const r of rows) {
+      if (r.kind !== 'schedule_delete' || r.status !== 'succeeded') continue;
+      const id = (Transaction.fromBytes(new Uint8Array(r.transaction_bytes)) as ScheduleDeleteTransaction).scheduleId;
+      if (id) deleted.add(id.toString());
+    }
+    let held = 0n;
+    for (const r of rows) {
+      if (r.kind === 'schedule_create' && r.status === 'succeeded') {
+        const scheduleId = (r.receipt as { scheduleId?: string } | null)?.scheduleId;
+        if (!scheduleId || deleted.has(scheduleId)) continue; // deleted before it ran
+        const scheduled = (Transaction.fromBytes(new Uint8Array(r.transaction_bytes)) as unknown as { _scheduledTransaction?: TransferTransaction })._scheduledTransaction;
+        const amount = scheduled instanceof TransferTransaction ? escrowNet(scheduled) : 0n;
+        if (amount <= 0n) continue;
+        const o = await scheduledOutcome(scheduleId);
+        if (o.executed) held += amount;
+      } else if (r.kind === 'hbar_transfer' && r.idempotency_key !== except && r.status !== 'failed') {
+        const tx = Transaction.fromBytes(new Uint8Array(r.transaction_bytes));
+        const out = tx instanceof TransferTransaction ? escrowNet(tx) : 0n;
+        if (out < 0n) held += out; // a payout or refund out of the escrow
+      }
+    }
+    return held;
+  }
+
+  /**
+   * Pays a task's payout or refund out of the escrow with the escrow key, one at a time per task (a
+   * PostgreSQL advisory lock, across workers): the write's key must be the task's own payout or refund
+   * key, and the amount may not exceed what the task holds (escrowHeld). A workflow whose input was
+   * forged can thus move only what its task escrowed, once. `legsOf` may be a function of what the
+   * task holds (the escrow reconciler pays out or refunds whatever is left); it must move something.
+   */
+  async function escrowTransfer(taskId: string, idempotencyKey: string, step: 'payout' | 'refund', legsOf: EscrowLeg[] | ((held: bigint) => EscrowLeg[])): Promise<{ transactionId: string }> {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId) || idempotencyKey !== `task:${taskId}/${step}`) {
+      throw ApplicationFailure.create({ message: `escrow ${step}: ${idempotencyKey} is not the ${step} of task ${taskId}`, type: 'LedgerError.ESCROW_NOT_HELD', nonRetryable: true });
+    }
+    const r = await withTaskEscrowLock(deps.sql, taskId, () =>
+      ledgerCall(`escrow ${step}`, () =>
+        submitter.submit({
+          idempotencyKey,
+          kind: 'hbar_transfer',
+          signers: escrowSigners,
+          build: async () => {
+            const held = await escrowHeld(taskId, idempotencyKey);
+            const legs = typeof legsOf === 'function' ? legsOf(held) : legsOf;
+            const amount = legs.reduce((s, l) => s + l.amountTinybars, 0n);
+            if (amount > held || (typeof legsOf === 'function' && amount <= 0n)) {
+              const why = `task ${taskId} holds ${held} tinybars in escrow; the ${step} asks ${amount}`;
+              throw new LedgerError('ESCROW_NOT_HELD', why, { phase: 'input', retryable: false, hint: why });
+            }
+            return buildHbarTransfer({ from: deployment.escrow, legs, memo: `task ${taskId} ${step}` });
+          },
+        }),
+      ),
+    );
+    return { transactionId: r.transactionId };
+  }
+
+  return { scheduleState, scheduledOutcome, escrowHeld, escrowTransfer };
+}
+
+export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerServices }) {
+  const { deployment, submitter, mirror, client } = deps.ledger;
+  const operatorKey = client.operatorPublicKey;
+  const operatorId = deployment.operator.accountId;
+  const { scheduleState, scheduledOutcome, escrowTransfer } = escrowBooks(deps);
+
+  const policy = (): TransferCheckPolicy => ({ nodeAccountIds: clientNodeAccountIds(client).map((n) => n.toString()), now: Date.now() });
+
+  /** The account's single public key from the mirror; a refusal when it has none (a key list, a deleted account). */
+  async function accountKey(accountId: string, role: string): Promise<PublicKey> {
+    const account = await mirror.getAccount(accountId);
+    const key = account && !account.deleted ? publicKeyFromMirror(account.key) : null;
+    if (!key) throw new TransferCheckError('missing_signer_signature', `the ${role} account ${accountId} has no single key to check its signature with`);
+    return key;
   }
 
   /**
@@ -216,75 +305,6 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerSer
     }
   }
 
-  // ---------------------------------------------------------------- what a task holds (issue 19 item 4)
-
-  const escrowNet = (tx: TransferTransaction | undefined): bigint =>
-    (tx?.hbarTransfersList ?? []).filter((t) => t.accountId.toString() === deployment.escrow).reduce((s, t) => s + BigInt(t.amount.toTinybars().toString()), 0n);
-
-  /**
-   * What the escrow holds for a task, from this service's own records of its ledger writes under the
-   * task's workflow id (never from the workflow's input) and the ledger: the task's escrow schedules
-   * that executed with SUCCESS, less every payout and refund recorded for it (pending ones count as
-   * spent). `except` is the write being prepared now.
-   */
-  async function escrowHeld(taskId: string, except: string): Promise<bigint> {
-    const rows = await submissionsWithPrefix(deps.sql, `task:${taskId}/`);
-    const deleted = new Set<string>();
-    for (const r of rows) {
-      if (r.kind !== 'schedule_delete' || r.status !== 'succeeded') continue;
-      const id = (Transaction.fromBytes(new Uint8Array(r.transaction_bytes)) as ScheduleDeleteTransaction).scheduleId;
-      if (id) deleted.add(id.toString());
-    }
-    let held = 0n;
-    for (const r of rows) {
-      if (r.kind === 'schedule_create' && r.status === 'succeeded') {
-        const scheduleId = (r.receipt as { scheduleId?: string } | null)?.scheduleId;
-        if (!scheduleId || deleted.has(scheduleId)) continue; // deleted before it ran
-        const scheduled = (Transaction.fromBytes(new Uint8Array(r.transaction_bytes)) as unknown as { _scheduledTransaction?: TransferTransaction })._scheduledTransaction;
-        const amount = scheduled instanceof TransferTransaction ? escrowNet(scheduled) : 0n;
-        if (amount <= 0n) continue;
-        const o = await scheduledOutcome(scheduleId);
-        if (o.executed) held += amount;
-      } else if (r.kind === 'hbar_transfer' && r.idempotency_key !== except && r.status !== 'failed') {
-        const tx = Transaction.fromBytes(new Uint8Array(r.transaction_bytes));
-        const out = tx instanceof TransferTransaction ? escrowNet(tx) : 0n;
-        if (out < 0n) held += out; // a payout or refund out of the escrow
-      }
-    }
-    return held;
-  }
-
-  /**
-   * Pays a task's payout or refund out of the escrow with the escrow key, one at a time per task (a
-   * PostgreSQL advisory lock, across workers): the write's key must be the task's own payout or refund
-   * key, and the amount may not exceed what the task holds (escrowHeld). A workflow whose input was
-   * forged can thus move only what its task escrowed, once.
-   */
-  async function escrowTransfer(taskId: string, idempotencyKey: string, step: 'payout' | 'refund', legs: { to: string; amountTinybars: bigint }[]): Promise<{ transactionId: string }> {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId) || idempotencyKey !== `task:${taskId}/${step}`) {
-      throw ApplicationFailure.create({ message: `escrow ${step}: ${idempotencyKey} is not the ${step} of task ${taskId}`, type: 'LedgerError.ESCROW_NOT_HELD', nonRetryable: true });
-    }
-    const amount = legs.reduce((s, l) => s + l.amountTinybars, 0n);
-    const r = await withTaskEscrowLock(deps.sql, taskId, () =>
-      ledgerCall(`escrow ${step}`, () =>
-        submitter.submit({
-          idempotencyKey,
-          kind: 'hbar_transfer',
-          signers: escrowSigners,
-          build: async () => {
-            const held = await escrowHeld(taskId, idempotencyKey);
-            if (amount > held) {
-              const why = `task ${taskId} holds ${held} tinybars in escrow; the ${step} asks ${amount}`;
-              throw new LedgerError('ESCROW_NOT_HELD', why, { phase: 'input', retryable: false, hint: why });
-            }
-            return buildHbarTransfer({ from: deployment.escrow, legs, memo: `task ${taskId} ${step}` });
-          },
-        }),
-      ),
-    );
-    return { transactionId: r.transactionId };
-  }
-
   async function payoutEscrow(input: { idempotencyKey: string; taskId: string; claimerAccountId: string; claimerTinybars: string; feeTinybars: string }): Promise<{ transactionId: string }> {
     return escrowTransfer(input.taskId, input.idempotencyKey, 'payout', [
       { to: input.claimerAccountId, amountTinybars: BigInt(input.claimerTinybars) },
@@ -327,7 +347,7 @@ export function createMarketLedgerActivities(deps: { sql: Sql; ledger: LedgerSer
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
         kind: 'topic_message',
-        build: () => buildTopicMessage({ topicId: deployment.topics.marketplace, message: JSON.stringify(input.message) }),
+        build: () => buildTopicMessage({ topicId: deployment.topics.marketplace, message: JSON.stringify(publicTaskMessage(input.message)) }),
       }),
     );
     return { transactionId: r.transactionId, sequenceNumber: r.receipt.topicSequenceNumber ? Number(r.receipt.topicSequenceNumber) : null };

@@ -25,6 +25,7 @@ import {
 import { findPaymentByTransactionId, markPaymentFailedIfVerified, markPaymentRefunded } from '../../db/queries/payments.js';
 import { markRequestRefunded, requestClaimOfPayment, type RequestFailedStep } from '../../db/queries/passports.js';
 import { callerRunId } from '../callerRun.js';
+import { requireOwnClaimFor, sameTerms } from '../ownClaim.js';
 import { recordAuditEvents } from '../../db/queries/auditEvents.js';
 import { parseAuditMessage } from '../../domain/auditEvents.js';
 import type { AuditMessage } from '../../workflows/contracts/passport.js';
@@ -48,6 +49,10 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerS
 
   /** Mints one passport NFT to the treasury with the encoded tier and capabilities. */
   async function mintPassport(input: MintPassportInput): Promise<NftRef> {
+    // the supply key signs only the run's own claim's tier and capabilities (issue 26 item 2)
+    await requireOwnClaimFor(deps.sql, input.idempotencyKey, (c) =>
+      c.kind !== 'issuance' ? 'a mint is for an issuance' : sameTerms(c.tier, c.capabilities, input.tier, input.capabilities),
+    );
     const metadata = encodePassportMetadata({ tier: input.tier, capabilities: input.capabilities });
     const r = await ledgerCall('mint', () =>
       submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_mint', build: () => buildMintNft({ tokenId, metadata: [metadata] }) }),
@@ -61,6 +66,10 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerS
 
   /** Moves the minted passport from the treasury to its owner. */
   async function deliverPassport(input: { idempotencyKey: string; serial: number; to: string }): Promise<{ transactionId: string }> {
+    // the treasury delivers only to the run's own claim's account (issue 26 item 2)
+    await requireOwnClaimFor(deps.sql, input.idempotencyKey, (c) =>
+      c.kind !== 'issuance' ? 'a delivery is for an issuance' : c.accountId === input.to ? null : `${input.to} is not the claim's account`,
+    );
     const r = await ledgerCall('deliver', () =>
       submitter.submit({
         idempotencyKey: input.idempotencyKey,
@@ -137,8 +146,16 @@ export function createPassportLedgerActivities(deps: { sql: Sql; ledger: LedgerS
    * histories recorded before it was passed mean the current one.
    */
   async function updatePassportMetadata(input: { idempotencyKey: string; serial: number; tier: Tier; capabilities: Capability[]; tokenId?: string }): Promise<{ transactionId: string }> {
-    const metadata = encodePassportMetadata({ tier: input.tier, capabilities: input.capabilities });
     const collection = input.tokenId ?? tokenId;
+    // the metadata key rewrites only the run's own claim's passport, to its tier (issue 26 item 2)
+    await requireOwnClaimFor(deps.sql, input.idempotencyKey, (c) =>
+      c.kind !== 'upgrade'
+        ? 'a metadata update is for an upgrade'
+        : c.tokenId !== collection || c.serial !== input.serial
+          ? `${collection}/${input.serial} is not the claim's passport`
+          : sameTerms(c.newTier, c.capabilities, input.tier, input.capabilities),
+    );
+    const metadata = encodePassportMetadata({ tier: input.tier, capabilities: input.capabilities });
     const r = await ledgerCall('update metadata', () =>
       submitter.submit({ idempotencyKey: input.idempotencyKey, kind: 'nft_update', build: () => buildUpdateNftMetadata({ tokenId: collection, serials: [input.serial], metadata }) }),
     );

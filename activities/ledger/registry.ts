@@ -4,10 +4,12 @@
  * submits twice), and the outcome written back to the registry key row (the migration's trigger
  * announces it, so GET /api/v1/agents/me shows it on every instance). Public fields only.
  */
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Sql } from 'postgres';
 import type { RegistrySponsoredMessage } from '../../domain/registry.js';
 import { buildTopicMessage } from '../../ledger/operations.js';
-import { markSponsoredFailed, recordSponsoredWrite } from '../../db/queries/registryKeys.js';
+import { findSponsoredRecord, markSponsoredFailed, recordSponsoredWrite } from '../../db/queries/registryKeys.js';
+import { sponsoredRegistrationWorkflowId } from '../../workflows/contracts/sponsoredRegistration.js';
 import type { LedgerServices } from '../../ledger/services.js';
 import type { TopicWrite } from './directory.js';
 import { ledgerCall } from './ledgerCall.js';
@@ -16,8 +18,30 @@ export function createRegistryActivities(deps: { sql: Sql; ledger: LedgerService
   const { sql } = deps;
   const { deployment, submitter } = deps.ledger;
 
+  /**
+   * Before the operator pays (issue 26 item 2): the message is the one of a sponsored registration
+   * the API recorded, still waiting for its record, and the calling workflow is that registration's
+   * (its id ends with registry-sponsored:{id}; tests put a scope in front). A copied input started
+   * under another id, or again after the record was written, pays for nothing.
+   */
+  async function requireOwnSponsoredRecord(message: RegistrySponsoredMessage): Promise<void> {
+    const workflowId = Context.current().info.workflowExecution?.workflowId ?? '';
+    const row = await findSponsoredRecord(sql, message.id);
+    const problem = !row
+      ? 'no sponsored registration has this id'
+      : !workflowId.endsWith(sponsoredRegistrationWorkflowId(message.id))
+        ? `workflow ${workflowId} is not this registration's`
+        : row.name !== message.name || row.owner !== message.owner
+          ? 'the message does not match the registration'
+          : row.directory_status !== 'pending'
+            ? `its directory record is ${row.directory_status}`
+            : null;
+    if (problem) throw ApplicationFailure.create({ type: 'NotOwnClaim', message: `sponsored record ${message.id} refused: ${problem}`, nonRetryable: true });
+  }
+
   /** Submits the registry.sponsored message to the directory topic (the operator pays). */
   async function publishSponsoredRecord(input: { idempotencyKey: string; message: RegistrySponsoredMessage }): Promise<TopicWrite> {
+    await requireOwnSponsoredRecord(input.message);
     const r = await ledgerCall('registry.sponsored directory message', () =>
       submitter.submit({
         idempotencyKey: input.idempotencyKey,

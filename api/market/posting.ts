@@ -19,6 +19,9 @@ import { IDEMPOTENCY_KEY_TTL_MS, postFingerprint } from '../../domain/idempotenc
 import { hbarToTinybars, pendingScheduleIds, postedTask, postingRefusal, type TaskRecord, type VerifierType } from '../../domain/market.js';
 import { parseVerifierConfig } from '../../domain/verifiers.js';
 import { findTask } from '../../db/queries/marketTasks.js';
+import { recordStepAuthorisation } from '../../db/queries/stepAuthorisations.js';
+import { stepArgumentSha256 } from '../../domain/stepAuthorisation.js';
+import { bound } from '../../temporal/workflows.js';
 import { reservePosting, sweepPostings } from '../../db/queries/marketPostings.js';
 import { claimIdempotencyKey, deleteExpiredIdempotencyKeys, findIdempotencyKey, type IdempotencyRow } from '../../db/queries/marketIdempotency.js';
 import { fundUpdate, syncUpdate, taskLifecycleContract, taskWorkflowId, type TaskLifecycleInput } from '../../workflows/contracts/taskLifecycle.js';
@@ -110,8 +113,11 @@ async function startTask(market: Market, task: TaskRecord): Promise<TaskRecord> 
     rewardIncreasesMax: config.MARKET_REWARD_INCREASES_MAX,
     ...market.taskTimings,
   };
-  const input: TaskLifecycleInput = { task, timings, ledger: ledgerFacts(market) };
-  await startOrAttach(market.ctx, taskLifecycleContract, taskWorkflowId(task.taskId), input, {
+  const workflowId = taskWorkflowId(task.taskId);
+  // the start is bound to its workflow, and authorised by a one-time row the workflow uses before it posts (issue 26)
+  const input = bound<TaskLifecycleInput>({ task, timings, ledger: ledgerFacts(market) }, workflowId, taskLifecycleContract.type);
+  await recordStepAuthorisation(market.sql, { nonce: input.binding.nonce, workflowId, message: taskLifecycleContract.type, callerDid: task.posterDid, argsSha256: stepArgumentSha256(input) });
+  await startOrAttach(market.ctx, taskLifecycleContract, workflowId, input, {
     staticSummary: `${task.title.slice(0, 80)} | ${task.priceHbar} HBAR`,
     staticDetails: [
       `**Task** ${task.taskId}`,

@@ -19,7 +19,9 @@ import { isCatalogCode } from '../../domain/errors.js';
 import { refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from '../../domain/market.js';
 import { findTask } from '../../db/queries/marketTasks.js';
 import { TASK_REFUSAL_TYPE, taskLifecycleContract, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
-import { workflowHandle } from '../../temporal/workflows.js';
+import { boundUpdateArgument, workflowHandle } from '../../temporal/workflows.js';
+import { recordStepAuthorisation } from '../../db/queries/stepAuthorisations.js';
+import { needsStepAuthorisation, stepArgumentSha256 } from '../../domain/stepAuthorisation.js';
 import type { Market } from './state.js';
 
 export function taskNotFound(taskId: string): ApiError {
@@ -80,12 +82,13 @@ export async function runTaskUpdate<R, A extends unknown[]>(
 ): Promise<R> {
   const client = await temporalClient(market.ctx);
   const handle = workflowHandle(client, taskLifecycleContract, taskWorkflowId(task.taskId));
+  const sent = await authorisedArguments(market, handle.workflowId, update, args);
   let timer: NodeJS.Timeout | undefined;
   const pending = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new TaskPending(task.taskId)), market.workflowWaitMs);
   });
   // the definition's argument tuple is checked by this function's signature
-  const run = (handle.executeUpdate as (u: UpdateDefinition<R, A>, o: { args: A }) => Promise<R>).call(handle, update, { args });
+  const run = (handle.executeUpdate as (u: UpdateDefinition<R, A>, o: { args: A }) => Promise<R>).call(handle, update, { args: sent });
   run.catch(() => undefined);
   try {
     return await Promise.race([run, pending]);
@@ -94,6 +97,22 @@ export async function runTaskUpdate<R, A extends unknown[]>(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The Update's argument bound to this workflow and Update with a fresh nonce (issue 26 item 1); for a
+ * money-moving step, with the one-time authorisation row the workflow uses before it moves anything,
+ * written now that the route has checked the caller (domain/stepAuthorisation.ts).
+ */
+async function authorisedArguments<A extends unknown[]>(market: Market, workflowId: string, update: UpdateDefinition<unknown, A>, args: A): Promise<A> {
+  const [arg] = args;
+  if (!arg || typeof arg !== 'object') return args;
+  const sent = boundUpdateArgument({ workflowId }, update as unknown as UpdateDefinition<unknown, [object]>, arg);
+  if (needsStepAuthorisation(update.name)) {
+    const callerDid = (arg as { posterDid?: string }).posterDid ?? '';
+    await recordStepAuthorisation(market.sql, { nonce: sent.binding.nonce, workflowId, message: update.name, callerDid, argsSha256: stepArgumentSha256(sent) });
+  }
+  return [sent] as unknown as A;
 }
 
 function mapUpdateError(err: unknown, taskId: string): unknown {

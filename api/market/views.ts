@@ -4,7 +4,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { errorBody } from '../errors.js';
-import type { TaskRecord } from '../../domain/market.js';
+import { resultVisibleTo, type TaskRecord } from '../../domain/market.js';
 import { taskWorkflowId, type VerifyResult } from '../../workflows/contracts/taskLifecycle.js';
 import { TaskPending } from './updates.js';
 import type { Market } from './state.js';
@@ -30,11 +30,38 @@ export function taskLinks(task: TaskRecord): Record<string, { href: string; meth
   return links;
 }
 
-/** The task as answered: the record of DESIGN 10 (bookkeeping fields left out) with _links. */
-export function taskResponse(task: TaskRecord) {
-  const { escrowedTinybars: _e, feeBps: _f, priceTinybars: _p, ...view } = task;
-  return { ...view, _links: taskLinks(task) };
+type TaskView = Omit<TaskRecord, 'escrowedTinybars' | 'feeBps' | 'priceTinybars' | 'resultBody' | 'resultIpfs'> &
+  Partial<Pick<TaskRecord, 'resultBody' | 'resultIpfs'>> & { _links: ReturnType<typeof taskLinks> };
+
+/**
+ * The answered views of each record, made once: records are immutable values (a change replaces the
+ * object in the task book), so the anonymous reads from memory (the list, one task) cost no copy per
+ * request.
+ */
+const PUBLIC_VIEWS = new WeakMap<TaskRecord, TaskView>();
+const PARTY_VIEWS = new WeakMap<TaskRecord, TaskView>();
+
+function viewOf(task: TaskRecord, withResult: boolean): TaskView {
+  const { escrowedTinybars: _e, feeBps: _f, priceTinybars: _p, resultBody, resultIpfs, ...view } = task;
+  return withResult ? { ...view, resultBody, resultIpfs, _links: taskLinks(task) } : { ...view, _links: taskLinks(task) };
 }
+
+/**
+ * The task as answered to `viewerDid` (the DID its request proved, or none): the record of DESIGN 10
+ * (bookkeeping fields left out) with _links. resultBody and resultIpfs are in it only when the viewer
+ * may read the result (domain/market.ts resultVisibleTo: the parties until completion, then anyone);
+ * otherwise they are left out, and resultSha256 and the status tell that a result was delivered.
+ */
+export function taskResponse(task: TaskRecord, viewerDid?: string): TaskView {
+  const withResult = resultVisibleTo(task, viewerDid);
+  const memo = withResult ? PARTY_VIEWS : PUBLIC_VIEWS;
+  let view = memo.get(task);
+  if (!view) memo.set(task, (view = viewOf(task, withResult)));
+  return view;
+}
+
+/** The anonymous view (lists: a result is read one task at a time, signed by a party). */
+export const publicTaskResponse = (task: TaskRecord): TaskView => taskResponse(task);
 
 /** 202 request_pending: the step is still running; the task's URL shows when it is done. */
 export function pendingTask(reply: FastifyReply, taskId: string) {
@@ -45,10 +72,10 @@ export function pendingTask(reply: FastifyReply, taskId: string) {
     .send({ ...errorBody('request_pending', 'The task step was accepted and is still running', `Poll ${poll}`), workflowId: taskWorkflowId(taskId), _links: { poll: { href: poll } } });
 }
 
-/** A step's answer: the task after it (200), or 202 while it is still running (TaskPending). */
-export async function answerTask(reply: FastifyReply, step: Promise<TaskRecord>) {
+/** A step's answer to the party that took it (`callerDid`, proved by the route): the task after it (200), or 202 while it is still running (TaskPending). */
+export async function answerTask(reply: FastifyReply, step: Promise<TaskRecord>, callerDid: string) {
   try {
-    return taskResponse(await step);
+    return taskResponse(await step, callerDid);
   } catch (err) {
     if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
     throw err;

@@ -11,6 +11,8 @@
  * DID equals the one the request names (auth_did_mismatch, 403). On success
  * request.auth = { did, accountId, keyType }.
  *
+ * `optional: true` (reads with more for a signer): a request with none of the headers passes as anonymous.
+ *
  * Only a request whose signature verified consumes the challenge: a bad signature leaves it
  * usable. Consuming is one conditional UPDATE, so a challenge still serves exactly one request.
  *
@@ -53,6 +55,13 @@ declare module 'fastify' {
 export interface SignedRequestOptions {
   /** Whether this request uses up its challenge (default always). */
   consume?: (request: FastifyRequest) => boolean;
+  /**
+   * A read that anyone may make and a signer may make with more rights (GET /market/tasks/{taskId}:
+   * the parties see the result): a request without any of the three headers passes unauthenticated
+   * (request.auth unset); one with any of them is checked in full, so a failed signature is a 401,
+   * never a silent anonymous answer.
+   */
+  optional?: boolean;
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -78,6 +87,7 @@ export default fp(async function signedRequestPlugin(app: FastifyInstance, opts:
       const did = header(request, DID_HEADER);
       const challengeRaw = header(request, CHALLENGE_HEADER);
       const signature = header(request, SIGNATURE_HEADER);
+      if (guardOpts.optional && !did && !challengeRaw && !signature) return;
       const missing = [!did && 'X-Service-DID', !challengeRaw && 'X-Service-Challenge', !signature && 'X-Service-Signature'].filter(Boolean);
       if (missing.length) throw new ApiError('auth_header_missing', `Missing signature header: ${missing.join(', ')}`, { hint: 'Get a challenge from GET /auth/challenge?did=<your DID>, sign it, and send X-Service-DID, X-Service-Challenge and X-Service-Signature' });
 

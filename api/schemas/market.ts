@@ -78,6 +78,16 @@ export const taskPostHeadersSchema = z.object({
 
 export const taskIdParams = z.object({ taskId: z.string().min(1).max(64) });
 
+/**
+ * The optional DID signature headers of GET /market/tasks/{taskId} (SPEC 5 "DID signature"): sent by
+ * the poster or the claimer, the answer carries the delivered result before the task is completed.
+ */
+export const taskReadHeadersSchema = z.object({
+  'x-service-did': z.string().optional().describe("Optional: the reader's DID. With X-Service-Challenge and X-Service-Signature, the task's poster and claimer read resultBody and resultIpfs before completion"),
+  'x-service-challenge': z.string().optional().describe('Optional: a challenge from GET /auth/challenge?did=<DID> (single use)'),
+  'x-service-signature': z.string().optional().describe("Optional: the challenge signed with the DID's account key (hex)"),
+});
+
 export const claimBodySchema = z.object({ claimerDid: didString }).strict().meta({ id: 'TaskClaim' });
 export const claimWithKeyBodySchema = z.object({ claimerDid: didString, claimerPrivateKey: privateKeyString('claimer') }).strict().meta({ id: 'TaskClaimWithKey' });
 
@@ -124,9 +134,13 @@ export const taskSchema = z
     verifierType: z.enum(VERIFIER_TYPES),
     verifierConfig: z.record(z.string(), z.unknown()).nullable(),
     deadline: z.string().nullable(),
-    resultBody: z.string().nullable(),
-    resultIpfs: z.string().nullable(),
-    resultSha256: z.string().nullable(),
+    resultBody: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('The delivered result. Until the task is completed, only in answers to its poster and its claimer (a DID-signed GET /market/tasks/{taskId}); left out for everyone else'),
+    resultIpfs: z.string().nullable().optional().describe('The delivered result stored elsewhere (ipfs://...); shown as resultBody is'),
+    resultSha256: z.string().nullable().describe('sha256 hex of resultBody, public once delivered (anyone can check a result they are given against it)'),
     paymentTxId: z.string().nullable(),
     refundTxId: z.string().nullable(),
     createdAt: z.string(),

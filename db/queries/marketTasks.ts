@@ -94,3 +94,22 @@ export async function findTask(sql: Sql, taskId: string): Promise<TaskRow | null
 export async function listAllTasks(sql: Sql): Promise<TaskRow[]> {
   return sql<TaskRow[]>`select * from tasks order by task_id`;
 }
+
+/** A task the escrow reconciler settles when its workflow is gone: still open, or its escrow still holding money or a pending schedule. */
+const awaitsSettlement = (sql: Sql) => sql`(status in ('posted', 'claimed', 'delivered') or escrow_status in ('scheduled', 'funded') or record->>'topUpScheduleId' is not null)`;
+
+/** Of these task ids, the tasks awaiting settlement (the escrow reconciler's candidates among the closed workflows Temporal listed). */
+export async function tasksAwaitingSettlement(sql: Sql, taskIds: string[]): Promise<string[]> {
+  if (taskIds.length === 0) return [];
+  const rows = await sql<{ task_id: string }[]>`
+    select task_id from tasks where task_id = any(${sql.array(taskIds)}::uuid[]) and ${awaitsSettlement(sql)} order by task_id`;
+  return rows.map((r) => r.task_id);
+}
+
+/** Up to `limit` tasks awaiting settlement and unchanged since `unchangedSince`, picked at random (the reconciler looks their workflows up one by one). */
+export async function sampleTasksAwaitingSettlement(sql: Sql, unchangedSince: Date, limit: number): Promise<string[]> {
+  if (limit <= 0) return [];
+  const rows = await sql<{ task_id: string }[]>`
+    select task_id from tasks where ${awaitsSettlement(sql)} and updated_at < ${unchangedSince} order by random() limit ${limit}`;
+  return rows.map((r) => r.task_id);
+}

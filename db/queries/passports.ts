@@ -56,6 +56,8 @@ export interface IssuanceRow {
   refund_transaction_id: string | null;
   error: string | null;
   failed_step: IssuanceFailedStep | null;
+  /** the workflow run that took the claim to the ledger (migration 0055) */
+  ledger_writes_run_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -74,6 +76,8 @@ export interface UpgradeRow {
   refund_transaction_id: string | null;
   error: string | null;
   failed_step: UpgradeFailedStep | null;
+  /** the workflow run that took the claim to the ledger (migration 0055) */
+  ledger_writes_run_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -456,17 +460,21 @@ export async function markRequestRefused(
  * or null when no request claims the payment. This update and markRequestRefused's update the same
  * row, so PostgreSQL orders them and one of them wins (migration 0055).
  */
-export async function beginRequestLedgerWrites(sql: Sql, paymentTransactionId: string, runId: string): Promise<string | null> {
+export async function beginRequestLedgerWrites(sql: Sql, paymentTransactionId: string, runId: string, workflowId: string): Promise<string | null> {
+  // only a run of the claim's own workflow takes it (issue 26 item 2): another workflow's run finds 'not_own'
   const marked = await sql<{ status: string }[]>`
     with i as (
       update passport_issuances set ledger_writes_run_id = ${runId}
-       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
+       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' and workflow_id = ${workflowId} returning status
     ), u as (
       update passport_upgrades set ledger_writes_run_id = ${runId}
-       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' returning status
+       where payment_transaction_id = ${paymentTransactionId} and status = 'pending' and workflow_id = ${workflowId} returning status
     )
     select status from i union all select status from u`;
-  return marked[0]?.status ?? (await requestClaimOfPayment(sql, paymentTransactionId))?.status ?? null;
+  if (marked[0]) return marked[0].status;
+  const claim = await findRequestClaim(sql, paymentTransactionId);
+  if (!claim) return null;
+  return claim.row.workflow_id === workflowId ? claim.row.status : 'not_own';
 }
 
 /**
@@ -497,3 +505,11 @@ export async function markRequestFailed(sql: Sql, paymentTransactionId: string, 
   return a.length + b.length > 0;
 }
 
+
+/** The claim row of the request a payment paid for: its issuance or its upgrade (null when none claims it). */
+export async function findRequestClaim(sql: Sql, paymentTransactionId: string): Promise<{ kind: 'issuance'; row: IssuanceRow } | { kind: 'upgrade'; row: UpgradeRow } | null> {
+  const issuance = await findIssuance(sql, paymentTransactionId);
+  if (issuance) return { kind: 'issuance', row: issuance };
+  const upgrade = await findUpgrade(sql, paymentTransactionId);
+  return upgrade ? { kind: 'upgrade', row: upgrade } : null;
+}

@@ -177,3 +177,11 @@ export async function recordSponsoredWrite(sql: Sql, id: string, write: { sequen
 export async function markSponsoredFailed(sql: Sql, id: string): Promise<void> {
   await sql`update registry_keys set directory_status = 'failed' where id = ${id} and sponsored and directory_status = 'pending'`;
 }
+
+/** The sponsored registration row a sponsoredRegistration run acts on (issue 26 item 2): its name, owner and directory status. */
+export async function findSponsoredRecord(sql: Sql, id: string): Promise<{ name: string; owner: string | null; directory_status: RegistryKeyRow['directory_status'] } | null> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return null;
+  const [row] = await sql<{ name: string; owner: string | null; directory_status: RegistryKeyRow['directory_status'] }[]>`
+    select name, owner, directory_status from registry_keys where id = ${id} and sponsored`;
+  return row ?? null;
+}

@@ -34,6 +34,7 @@ import { MirrorClient } from '../../ledger/mirror.js';
 import { freePort } from '../../scripts/lib/ports.js';
 import { taskStateQuery, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { deletePaymentReconciler } from '../../worker/paymentReconciler.js';
+import { deleteEscrowReconciler } from '../../worker/escrowReconciler.js';
 import { sdkClient } from '../localnet/harness.js';
 import { databaseUrlOf, startChildProcess, startChildWorker, type ChildWorker } from '../reliability/childWorker.js';
 import { dumpDatabase, keepLocalnetData, recordSecret } from '../support/secrets.js';
@@ -486,6 +487,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   } finally {
     await stack.stop();
     await deletePaymentReconciler(temporal, taskQueue).catch(() => undefined); // the worker made it; nothing runs it any more
+    await deleteEscrowReconciler(temporal, taskQueue).catch(() => undefined); // the same for the escrow reconciler's
     await connection.close().catch(() => undefined);
     await sql.end({ timeout: 5 });
     // its rows are kept for the secrets scan first (inside a test run; a no-op for the script)

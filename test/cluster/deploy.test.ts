@@ -34,6 +34,7 @@ import { dropDatabase } from '../../db/migrate.js';
 import { inject } from 'vitest';
 import { AgentHttp, settled, until, type Json } from './agentHttp.js';
 import { clusterNamespace, root, startApiProcess, startWorkerProcess } from './stack.js';
+import { boundUpdateArgument } from '../../temporal/workflows.js';
 
 /** the parent of 0e56f7f ("market: a repeated step answers its outcome"), which added REPEATED_STEP_PATCH */
 const OLD_COMMIT = 'ebf7c5cd5e89ff6bbc0793bc2d5f65bd40e7aefe';
@@ -140,7 +141,11 @@ describe('rolling deploy from the old version to this one, with lifecycles mid-f
     for (const id of tasks.slice(0, 4)) await settled(await claimer.post(`/market/tasks/${id}/claim-with-key`, { claimerDid: claimer.agent.did, claimerPrivateKey: claimer.agent.privateKey }), 'claim', reaches(id, 'claimed'));
     // a repeated claim Update (a retry whose answer was lost), straight to the workflow: the old code's
     // validator refuses it (nothing enters the history)
-    const repeatClaim = () => ns.client.workflow.getHandle(taskWorkflowId(tasks[2]!)).executeUpdate(claimUpdate, { args: [{ claimerDid: claimer.agent.did }] });
+    // (bound as the API binds every Update argument since issue 26)
+    const repeatClaim = () => {
+      const h = ns.client.workflow.getHandle(taskWorkflowId(tasks[2]!));
+      return h.executeUpdate(claimUpdate, { args: [boundUpdateArgument(h, claimUpdate, { claimerDid: claimer.agent.did })] });
+    };
     await expect(repeatClaim()).rejects.toThrow();
 
     // ---- the deploy: migrations first, then one process at a time ----------------------------------

@@ -13,13 +13,13 @@
 // Every marketplace party holds a gold passport (the tier ladder: gold and platinum post and claim).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AccountId, Hbar, ScheduleCreateTransaction, ScheduleSignTransaction, Transaction, TransactionId, TransferTransaction, type Client } from '@hashgraph/sdk';
-import { Client as TemporalClient, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client as TemporalClient, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { payoutOf, hbarToTinybars, postedTask } from '../../domain/market.js';
 import { ENCODING } from '../../temporal/codec.js';
 import { completeUpdate, fundUpdate, taskLifecycleContract, taskStateQuery, taskWorkflowId, TASK_REFUSAL_TYPE, type TaskRefusal } from '../../workflows/contracts/taskLifecycle.js';
-import { startWorkflow } from '../../temporal/workflows.js';
+import { boundUpdateArgument, startWorkflow } from '../../temporal/workflows.js';
 import { auditEscrow } from '../../ledger/escrowAudit.js';
 import type { MarketLedgerActivities } from '../../activities/ledger/market.js';
 import { parsePrivateKey } from '@agent-passport/core/keys';
@@ -82,7 +82,9 @@ function moneyKit(parties: () => Parties) {
   /** An Update written straight into Temporal (through `client`); answers the refusal it met (or null when it was accepted and ran). */
   async function inject(taskId: string, update: typeof completeUpdate | typeof fundUpdate, args: Json, client?: TemporalClient): Promise<TaskRefusal | null> {
     try {
-      await handle(taskId, client).executeUpdate(update as typeof completeUpdate, { args: [args as never] });
+      // bound as the API binds it (issue 26): what the validators refuse here is the bytes the argument carries
+      const h = handle(taskId, client);
+      await h.executeUpdate(update as typeof completeUpdate, { args: [boundUpdateArgument(h, update as typeof completeUpdate, args as never)] });
       return null;
     } catch (err) {
       expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
@@ -180,16 +182,18 @@ describe('marketplace money paths (issue 19)', () => {
       const refused = await inject(task.taskId, completeUpdate, { posterDid: poster.did, directTransferBytes: await operatorToAttacker() });
       expect(refused).toMatchObject({ status: 400, code: 'invalid_request' });
       expect(refused!.message).toMatch(/refused/);
-      // the exact expected transfer, but signed by the attacker instead of the poster: the activity's own check refuses it
+      // the exact expected transfer, but signed by the attacker instead of the poster: past the validator, the
+      // handler refuses a complete the API never authorised (issue 26) before anything is submitted (the
+      // activity's own signature check is tested on its own below)
       const prep = ok(await signed(`/market/tasks/${task.taskId}/prepare-payment`, poster, { posterDid: poster.did }));
       const wrongKey = Transaction.fromBytes(Buffer.from(prep.txBytes, 'base64'));
       await wrongKey.sign(parsePrivateKey(attacker.privateKey));
       const refused2 = await inject(task.taskId, completeUpdate, { posterDid: poster.did, directTransferBytes: Buffer.from(wrongKey.toBytes()).toString('base64') });
-      expect(refused2).toMatchObject({ status: 400 });
-      expect(refused2!.message).toMatch(/not signed by the key of/);
+      expect(refused2).toMatchObject({ status: 403 });
+      expect(refused2!.message).toMatch(/did not authorise it/);
 
       expect(await balances()).toEqual(before);
-      // the structural refusal never entered history (validator); the well-formed one ran and was refused by the activity
+      // the structural refusal never entered history (validator); the well-formed one ran and was refused in its handler
       expect(await acceptedUpdates(task.taskId)).toBe(accepted + 1);
       expect(await failedWorkflowTasks(task.taskId)).toBe(0);
       expect((await handle(task.taskId).query(taskStateQuery)).status).toBe('delivered');
@@ -285,6 +289,35 @@ describe('marketplace money paths (issue 19)', () => {
     });
   });
 
+  describe('item 1: the direct payment activity checks the poster signed it', () => {
+    it('the exact expected transfer signed by another key is refused by the activity itself; nothing moves', async () => {
+      const market = () => ps.activities as unknown as MarketLedgerActivities;
+      const task = ok(await signed('/market/tasks', poster, { posterDid: poster.did, title: 'direct, wrong key', priceHbar: 2, escrow: false }));
+      await claimAndDeliver(task.taskId);
+      const prep = ok(await signed(`/market/tasks/${task.taskId}/prepare-payment`, poster, { posterDid: poster.did }));
+      const wrongKey = Transaction.fromBytes(Buffer.from(prep.txBytes, 'base64'));
+      await wrongKey.sign(parsePrivateKey(attacker.privateKey));
+      const before = await balances();
+      const { claimerTinybars, feeTinybars } = payoutOf(2n * HBAR, feeBps);
+      const err = await market()
+        .submitDirectTransfer({
+          idempotencyKey: `test/${task.taskId}/payment`,
+          signedBytes: Buffer.from(wrongKey.toBytes()).toString('base64'),
+          taskId: task.taskId,
+          posterAccountId: poster.accountId,
+          claimerAccountId: claimer.accountId,
+          priceTinybars: (claimerTinybars + feeTinybars).toString(),
+          feeTinybars: feeTinybars.toString(),
+        })
+        .then(() => null, (e: unknown) => e as ApplicationFailure);
+      expect(err).toBeInstanceOf(ApplicationFailure);
+      expect(err!.type).toBe('ClientTransactionRefused');
+      expect(err!.message).toMatch(/not signed by the key of/);
+      expect(await balances()).toEqual(before);
+      ok(await signed(`/market/tasks/${task.taskId}/cancel`, poster, { posterDid: poster.did }));
+    });
+  });
+
   describe('item 3: the escrow is an account of its own', () => {
     it('is not the operator, treasury or payTo; has its own key, which signs its payouts; never pays a fee', async () => {
       const d = ps.stack.deployment;
@@ -340,6 +373,7 @@ describe('marketplace money paths (issue 19)', () => {
   });
 
   describe('item 4: the escrow key pays only what a task holds on the ledger', () => {
+    const market = () => ps.activities as unknown as MarketLedgerActivities;
     it('a workflow started straight in Temporal with forged state (a funded escrow it never had) cannot pay itself out of the escrow', async () => {
       // money of another task sits in the escrow
       const victim = ok(await post('/market/tasks/signed', { posterDid: poster.did, title: 'victim', priceHbar: 1, posterPrivateKey: poster.privateKey }));
@@ -356,19 +390,22 @@ describe('marketplace money paths (issue 19)', () => {
         escrowedTinybars: HBAR.toString(),
         scheduleId: victim.scheduleId,
       };
+      // since issue 26 such a start fails before any step (carried state comes only from continue-as-new) ...
       const h = await startWorkflow(ps.t.client, taskLifecycleContract, { task: forged, timings: fastRetries, carried: { task: forged, seq: 3, renewals: 0, scheduleExpiresAt: null } }, {
         taskQueue: ps.t.taskQueue,
         workflowId: taskWorkflowId(taskId),
       });
-      const err = await h.executeUpdate(completeUpdate, { args: [{ posterDid: attacker.did }] }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
-      // the payout activity refused: the task holds nothing on the ledger
-      const refusal = ((err as WorkflowUpdateFailedError).cause as Error & { cause?: ApplicationFailure }).cause;
-      expect(refusal).toBeInstanceOf(ApplicationFailure);
-      expect(refusal!.type).toBe('LedgerError.ESCROW_NOT_HELD');
-      expect(refusal!.message).toMatch(/holds 0 tinybars/);
+      const failed = await h.result().catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(WorkflowFailedError);
+      expect(String((failed as WorkflowFailedError).cause?.message)).toMatch(/carried state comes only from continue-as-new/);
+      // ... and the escrow key pays only what the task holds, whoever asks: the payout activity refuses
+      const refusal = await market()
+        .payoutEscrow({ idempotencyKey: `task:${taskId}/payout`, taskId, claimerAccountId: attacker.accountId, claimerTinybars: HBAR.toString(), feeTinybars: '0' })
+        .then(() => null, (e: unknown) => e as ApplicationFailure);
+      expect(refusal).toBeInstanceOf(Error);
+      expect(String((refusal as Error & { type?: string }).type ?? (refusal as Error).message)).toMatch(/ESCROW_NOT_HELD/);
+      expect((refusal as Error).message).toMatch(/holds 0 tinybars/);
       expect(await balances()).toEqual(before);
-      await h.terminate('forged by the test');
       ok(await signed(`/market/tasks/${victim.taskId}/cancel`, poster, { posterDid: poster.did }));
     });
   });

@@ -15,7 +15,7 @@ import { parsePrivateKey, parsePublicKey, verifySignature } from '@agent-passpor
 import { singleBodyBytes } from '../../ledger/transferCheck.js';
 import { createMarketVerifierActivities } from '../../activities/web/marketVerifier.js';
 import { claimUpdate, deliverUpdate, taskLifecycleContract, taskStateQuery, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
-import { startWorkflow } from '../../temporal/workflows.js';
+import { boundUpdateArgument, startAuthorisedTask } from '../support/boundMessages.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
@@ -62,14 +62,14 @@ describe('marketplace payments without escrow, /market/sign and verify', () => {
       },
       new Date().toISOString(),
     );
-    const handle = await startWorkflow(ps.t.client, taskLifecycleContract, { task, timings: ps.state.timings }, {
+    const handle = await startAuthorisedTask(ps.sql, ps.t.client, { task, timings: ps.state.timings }, {
       taskQueue: ps.t.taskQueue,
       workflowId: taskWorkflowId(taskId),
     });
-    await handle.executeUpdate(claimUpdate, { args: [{ claimerDid: claimer.did }] });
+    await handle.executeUpdate(claimUpdate, { args: [boundUpdateArgument(handle, claimUpdate, { claimerDid: claimer.did })] });
     if (opts.deliver !== false) {
       const resultBody = opts.resultBody ?? '{"answer":42}';
-      await handle.executeUpdate(deliverUpdate, { args: [{ claimerDid: claimer.did, resultBody, resultSha256: sha256Hex(resultBody) }] });
+      await handle.executeUpdate(deliverUpdate, { args: [boundUpdateArgument(handle, deliverUpdate, { claimerDid: claimer.did, resultBody, resultSha256: sha256Hex(resultBody) })] });
     }
     // the routes read the task from the API's memory, kept current by NOTIFY: wait until it shows the step
     const want = opts.deliver === false ? 'claimed' : 'delivered';

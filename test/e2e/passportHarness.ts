@@ -19,6 +19,7 @@ import type { PassportLedgerActivities } from '../../activities/ledger/passports
 import type { PassportDbActivities } from '../../activities/db/passports.js';
 import type { PaymentSettlementActivities } from '../../activities/ledger/paymentSettlement.js';
 import { deletePaymentReconciler, ensurePaymentReconciler } from '../../worker/paymentReconciler.js';
+import { deleteEscrowReconciler } from '../../worker/escrowReconciler.js';
 import { createLedgerServices, type LedgerServices } from '../../ledger/services.js';
 import { createPayingFetch } from '@agent-passport/core/x402/clientScheme';
 import type { WorkflowSettings } from '../../api/workflowSettings.js';
@@ -142,8 +143,9 @@ export async function startPassportStack(prefix: string, opts: { env?: Record<st
       return ensurePaymentReconciler(t.client, { taskQueue: t.taskQueue, afterMs: o.afterMs, everyMs: o.everyMs, workflowIdScope: state.workflowIdScope, timings: state.timings });
     },
     async stop() {
-      // the reconciler's schedule, whoever made it (this file, or a child worker process on this queue)
+      // the reconcilers' schedules, whoever made them (this file, or a child worker process on this queue)
       await deletePaymentReconciler(t.client, t.taskQueue).catch(() => undefined);
+      await deleteEscrowReconciler(t.client, t.taskQueue).catch(() => undefined);
       await app.close();
       for (const w of workers) {
         if (w.worker.getState() === 'RUNNING') w.worker.shutdown();

@@ -13,6 +13,9 @@ import { findPassport } from '../../db/queries/passports.js';
 import { buildTestApp } from '../support/app.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 import { ADMIN_TOKEN, getJson, paidPost, signedPost, startPassportStack, type PassportStack } from './passportHarness.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
+import { tierEntry } from '../../domain/tiers.js';
 
 describe('passports are non-transferable (frozen holder, ownership read from the ledger)', () => {
   let ps: PassportStack;
@@ -150,7 +153,21 @@ describe('passports are non-transferable (frozen holder, ownership read from the
     const currentBefore = (await ps.stack.ledger.mirror.getNft(tokenId, 1))?.metadata;
     expect(currentBefore).toBeDefined();
 
-    await ps.activities.updatePassportMetadata({ idempotencyKey: `test/${previous}/1/upgrade`, tokenId: previous, serial, tier: 'gold', capabilities: ['api_call'] });
+    // the step runs as a workflow's would, on its own claim (issue 26 item 2: the metadata key rewrites only a claimed passport)
+    const workflowId = `test-upgrade:${previous}:1`;
+    const runId = randomUUID();
+    const payment = `0.0.2@${Date.now()}.000000001`;
+    await ps.sql`insert into passports (network, token_id, serial, account_id, did, tier, capabilities, issued_at, payment_transaction_id)
+                 values ('local', ${previous}, 1, ${ps.stack.localnet.config.operator.accountId}, ${`did:hedera:local:${ps.stack.localnet.config.operator.accountId}`}, 'bronze', '[]', now(), ${`${payment}-issue`})`;
+    await ps.sql`insert into passport_upgrades (payment_transaction_id, workflow_id, token_id, serial, account_id, old_tier, new_tier, status, ledger_writes_run_id)
+                 values (${payment}, ${workflowId}, ${previous}, 1, ${ps.stack.localnet.config.operator.accountId}, 'bronze', 'gold', 'pending', ${runId})`;
+    await new MockActivityEnvironment({ workflowExecution: { workflowId, runId } }).run(ps.activities.updatePassportMetadata, {
+      idempotencyKey: `${workflowId}/${payment}/metadata`,
+      tokenId: previous,
+      serial,
+      tier: 'gold' as const,
+      capabilities: [...tierEntry('gold').capabilities],
+    });
     const tierOf = async (collection: string) => decodePassportMetadata(Buffer.from((await ps.stack.ledger.mirror.getNft(collection, 1))!.metadata, 'base64'))?.tier;
     expect(await tierOf(previous)).toBe('gold');
     expect((await ps.stack.ledger.mirror.getNft(tokenId, 1))?.metadata).toBe(currentBefore);

@@ -12,7 +12,8 @@ import { paymentTransactionOf } from '../../ledger/x402/verifyPayment.js';
 import { normalizeTransactionId } from '../../ledger/x402/ids.js';
 import { findPaymentByTransactionId, insertPayment } from '../../db/queries/payments.js';
 import { findIssuance, markRequestRefused } from '../../db/queries/passports.js';
-import { passportRefundWorkflowId } from '../../workflows/contracts/passportRefund.js';
+import { passportRefundContract, passportRefundWorkflowId } from '../../workflows/contracts/passportRefund.js';
+import { startWorkflow } from '../../temporal/workflows.js';
 import type { ReconcileAction } from '../../workflows/contracts/paymentReconciler.js';
 import { paidPost, recordFixture, startPassportStack, waitForPassport, type PassportStack } from './passportHarness.js';
 import { eventually } from '../support/eventually.js';
@@ -221,11 +222,10 @@ describe('the payment reconciler settles every payment without an outcome after 
     const paymentTransactionId = await paymentOf(agent.accountId);
     expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('issued');
 
-    const result = await ps.t.client.workflow.execute('passportRefund', {
+    const result = await (await startWorkflow(ps.t.client, passportRefundContract, { paymentTransactionId, reason: 'test: a reconciler pass that read the request before it ended', timings: ps.state.timings }, {
       taskQueue: ps.t.taskQueue,
       workflowId: ps.workflowId(passportRefundWorkflowId(paymentTransactionId)),
-      args: [{ paymentTransactionId, reason: 'test: a reconciler pass that read the request before it ended', timings: ps.state.timings }],
-    });
+    })).result();
     expect(result).toMatchObject({ status: 'released' });
     expect((result as { reason: string }).reason).toContain('not refunded');
     expect(before - (await balance(agent.accountId))).toBe(5n * HBAR);
@@ -275,11 +275,10 @@ describe('the payment reconciler settles every payment without an outcome after 
     const before = await balance(agent.accountId);
     const { paymentTransactionId, release } = await paidRequestHeldAt(agent, 'beforeMint');
     try {
-      const result = await ps.t.client.workflow.execute('passportRefund', {
+      const result = await (await startWorkflow(ps.t.client, passportRefundContract, { paymentTransactionId, reason: 'test: a refund started by someone who reached Temporal', timings: ps.state.timings }, {
         taskQueue: ps.t.taskQueue,
         workflowId: ps.workflowId(passportRefundWorkflowId(paymentTransactionId)),
-        args: [{ paymentTransactionId, reason: 'test: a refund started by someone who reached Temporal', timings: ps.state.timings }],
-      });
+      })).result();
       expect(result).toMatchObject({ status: 'released' });
       expect((await findIssuance(ps.sql, paymentTransactionId))?.status).toBe('pending');
     } finally {

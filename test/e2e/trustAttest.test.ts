@@ -25,6 +25,8 @@ import { startTestDns, type TestDnsServer } from '../support/testDns.js';
 import { startTestSite, type TestSite } from '../support/testSite.js';
 import { startTestChain, type TestChain } from '../evm/helpers.js';
 import { historiesDir, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { OnChainAttestation } from '../../db/queries/trustAttestations.js';
 
 type Json = Record<string, any>;
 
@@ -297,10 +299,15 @@ describe('trust snapshot attestation on chain (localnet passport, anvil, Tempora
     expect(await attestationLogs(hash)).toHaveLength(0);
 
     const acts = createAttestActivities({ sql: ps.sql, chainId: CHAIN_ID, contract: chain.addresses.passport, publicClient: chain.publicClient, walletClient: wallet });
-    const onChain = await acts.attestSnapshot({ domain: DOMAINS.crash, snapshotHash: hash });
+    // as the record's own workflow runs it (issue 26 item 2: the key signs only the record of the calling workflow)
+    const step = new MockActivityEnvironment({ workflowExecution: { workflowId: trustAttestWorkflowId(DOMAINS.crash, hash), runId: 'test-run' } });
+    const onChain: OnChainAttestation = await step.run(acts.attestSnapshot, { domain: DOMAINS.crash, snapshotHash: hash });
     expect(onChain.tx_hash).toBe(keccak256(raw));
     // and once more: the recorded outcome, no new transaction
-    expect(await acts.attestSnapshot({ domain: DOMAINS.crash, snapshotHash: hash })).toEqual(onChain);
+    expect(await step.run(acts.attestSnapshot, { domain: DOMAINS.crash, snapshotHash: hash })).toEqual(onChain);
+    // another workflow's run (a copied input under another id) signs nothing for this record
+    const foreign = new MockActivityEnvironment({ workflowExecution: { workflowId: 'trust-attest:elsewhere.example:0', runId: 'test-run' } });
+    await expect(foreign.run(acts.attestSnapshot, { domain: DOMAINS.crash, snapshotHash: hash })).rejects.toThrow(/is not this workflow's/);
     expect(await attestationLogs(hash)).toHaveLength(1);
     expect(await nonceOf()).toBe(nonce + 1);
     expect((await findAttestation(ps.sql, hash))?.status).toBe('confirmed');

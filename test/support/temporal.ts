@@ -87,7 +87,9 @@ export async function recordHistory(client: Client, workflowId: string, file: st
 
 /**
  * Replays a recorded history against the current workflow code; throws DeterminismViolationError
- * (or another replay failure) when the code no longer produces the recorded commands.
+ * (or another replay failure) when the code no longer produces the recorded commands. A history
+ * recorded since issue 26 replays under its real workflow id only: its start checks the binding
+ * naming that id (histories recorded before replay under any id).
  */
 export async function replayHistoryFile(file: string, workflowsPath: string, workflowId = 'replay'): Promise<void> {
   installTestRuntimeLog();

@@ -1,6 +1,7 @@
 /** Contract of a2aMessage (workflows/a2aMessage.ts): started by the A2A send routes (api/routes/a2a.ts) with the signed chunk transactions only. */
 import type { PassportWorkflowTimings } from './passport.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** a2a:{transaction id of the first chunk} */
 export function a2aMessageWorkflowId(transactionId: string): string {
@@ -16,7 +17,7 @@ export interface ProjectedA2aMessage {
   chunks: number;
 }
 
-export interface A2aMessageInput {
+export interface A2aMessageInput extends Bound {
   messageId: string;
   /** transaction id of the first chunk (SDK form 0.0.x@seconds.nanos) */
   transactionId: string;

@@ -4,13 +4,14 @@ import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
 import type { PassportWorkflowTimings } from './passport.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** agent:{did} */
 export function agentRegistrationWorkflowId(did: string): string {
   return `agent:${did}`;
 }
 
-export interface AgentRegistrationInput {
+export interface AgentRegistrationInput extends Bound {
   network: string;
   did: string;
   accountId: string;

@@ -4,13 +4,14 @@
  */
 import type { ChainEventSource } from '../../db/queries/chainEvents.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** indexer:{chainId}:{source} */
 export function chainIndexerWorkflowId(chainId: number, source: ChainEventSource): string {
   return `indexer:${chainId}:${source}`;
 }
 
-export interface ChainIndexerInput {
+export interface ChainIndexerInput extends Bound {
   chainId: number;
   source: ChainEventSource;
   /** Sleep between polls once caught up; default 2000 ms. */

@@ -1,6 +1,7 @@
 /** Contract of directoryRebuild (workflows/directoryRebuild.ts): started by POST /admin/rebuild-cache (api/routes/agents/). */
 import type { PassportWorkflowTimings } from './passport.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** One rebuild at a time: a second request attaches to the running one. */
 export const DIRECTORY_REBUILD_WORKFLOW_ID = 'directory-rebuild';
@@ -29,7 +30,7 @@ export interface DirectoryRebuildCounts {
   lastSequenceNumber: number;
 }
 
-export interface DirectoryRebuildInput {
+export interface DirectoryRebuildInput extends Bound {
   timings?: PassportWorkflowTimings;
 }
 

@@ -5,13 +5,14 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { DomainOwnership } from '../../db/queries/domainOwnership.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** domain-challenge:{domain}:{token} */
 export function domainOwnershipWorkflowId(domain: string, token: string): string {
   return `domain-challenge:${domain}:${token}`;
 }
 
-export interface DomainOwnershipInput {
+export interface DomainOwnershipInput extends Bound {
   domain: string;
   token: string;
   /** epoch ms at which the challenge expires (24 h after it was handed out) */

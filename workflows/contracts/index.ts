@@ -7,6 +7,7 @@ import { agentRegistrationContract } from './agentRegistration.js';
 import { chainIndexerContract } from './chainIndexer.js';
 import { directoryRebuildContract } from './directoryRebuild.js';
 import { domainOwnershipContract } from './domainOwnership.js';
+import { escrowReconcilerContract } from './escrowReconciler.js';
 import { passportIssuanceContract } from './passportIssuance.js';
 import { passportRefundContract } from './passportRefund.js';
 import { passportRevokeContract } from './passportRevoke.js';
@@ -22,6 +23,7 @@ export const workflowContracts = {
   chainIndexer: chainIndexerContract,
   directoryRebuild: directoryRebuildContract,
   domainOwnership: domainOwnershipContract,
+  escrowReconciler: escrowReconcilerContract,
   passportIssuance: passportIssuanceContract,
   passportRefund: passportRefundContract,
   passportRevoke: passportRevokeContract,
@@ -40,6 +42,7 @@ const keysAreTypes: { [K in keyof WorkflowContracts]: WorkflowContracts[K]['type
   chainIndexer: true,
   directoryRebuild: true,
   domainOwnership: true,
+  escrowReconciler: true,
   passportIssuance: true,
   passportRefund: true,
   passportRevoke: true,

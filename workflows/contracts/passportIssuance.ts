@@ -13,13 +13,14 @@ import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
 import type { PassportWorkflowTimings, PaymentRef } from './passport.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** passport:{network}:{accountId} */
 export function passportIssuanceWorkflowId(network: string, accountId: string): string {
   return `passport:${network}:${accountId}`;
 }
 
-export interface PassportIssuanceInput {
+export interface PassportIssuanceInput extends Bound {
   network: string;
   accountId: string;
   did: string;

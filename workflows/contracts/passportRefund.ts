@@ -5,13 +5,14 @@
  */
 import type { FailedStep, PassportWorkflowTimings } from './passport.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** passport-refund:{paymentTransactionId} */
 export function passportRefundWorkflowId(paymentTransactionId: string): string {
   return `passport-refund:${paymentTransactionId}`;
 }
 
-export interface PassportRefundInput {
+export interface PassportRefundInput extends Bound {
   paymentTransactionId: string;
   reason: string;
   /** the step whose failure the refund undoes, kept on the request row as data (none for a lost race) */

@@ -1,13 +1,14 @@
 /** Contract of passportRevoke (workflows/passportRevoke.ts): started by POST /admin/revoke (api/routes/admin.ts). */
 import type { PassportWorkflowTimings } from './passport.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** passport-revoke:{tokenId}:{serial} */
 export function passportRevokeWorkflowId(tokenId: string, serial: number): string {
   return `passport-revoke:${tokenId}:${serial}`;
 }
 
-export interface PassportRevokeInput {
+export interface PassportRevokeInput extends Bound {
   tokenId: string;
   serial: number;
   accountId: string;

@@ -7,13 +7,14 @@ import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
 import type { PassportWorkflowTimings, PaymentRef } from './passport.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 /** passport-upgrade:{tokenId}:{serial}:{tier} */
 export function passportUpgradeWorkflowId(tokenId: string, serial: number, tier: string): string {
   return `passport-upgrade:${tokenId}:${serial}:${tier}`;
 }
 
-export interface PassportUpgradeInput {
+export interface PassportUpgradeInput extends Bound {
   tokenId: string;
   serial: number;
   accountId: string;

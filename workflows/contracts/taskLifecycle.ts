@@ -17,6 +17,7 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { TaskRecord, TaskRefusal, VerifierType } from '../../domain/market.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 
 export function taskWorkflowId(taskId: string): string {
   return `task:${taskId}`;
@@ -56,7 +57,7 @@ export interface TaskLedgerFacts {
   nodeAccountIds: string[];
 }
 
-export interface TaskLifecycleInput {
+export interface TaskLifecycleInput extends Bound {
   /** the task as posted (status posted, escrowStatus none, no schedule yet) */
   task: TaskRecord;
   /** the service's accounts and nodes, for the validators' checks of client bytes */
@@ -72,6 +73,8 @@ export interface TaskLifecycleInput {
     topUpExpiresAt?: string | null;
     topUpRenewals?: number;
     ops?: number;
+    /** the newest Update nonces seen (workflows/binding.ts) */
+    nonces?: string[];
   };
 }
 
@@ -87,17 +90,17 @@ export interface ScheduleSignBytes {
   signedBytes: string;
 }
 
-export interface FundArgs {
+export interface FundArgs extends Bound {
   posterDid: string;
   /** ScheduleSign for the pending funding schedule (and the top-up schedule when there is one) */
   scheduleSigns: ScheduleSignBytes[];
 }
 
-export interface ClaimArgs {
+export interface ClaimArgs extends Bound {
   claimerDid: string;
 }
 
-export interface DeliverArgs {
+export interface DeliverArgs extends Bound {
   claimerDid: string;
   resultBody?: string;
   resultIpfs?: string;
@@ -105,12 +108,12 @@ export interface DeliverArgs {
   resultSha256?: string;
 }
 
-export interface VerifyArgs {
+export interface VerifyArgs extends Bound {
   /** the DID asking (informational; verify is open to the parties) */
   callerDid?: string;
 }
 
-export interface CompleteArgs {
+export interface CompleteArgs extends Bound {
   posterDid: string;
   /** with escrow still `scheduled` (or a pending top-up): the poster's ScheduleSign of each pending schedule */
   scheduleSigns?: ScheduleSignBytes[];
@@ -122,12 +125,12 @@ export interface CompleteArgs {
   directTransferBytes?: string;
 }
 
-export interface CancelArgs {
+export interface CancelArgs extends Bound {
   posterDid: string;
   reason?: string;
 }
 
-export interface IncreaseRewardArgs {
+export interface IncreaseRewardArgs extends Bound {
   posterDid: string;
   newPriceHbar: number;
 }

@@ -1,6 +1,7 @@
 /** Contract of trustAttest (workflows/trustAttest.ts): started by POST /api/trust/{domain}/attest (api/routes/trust/attest.ts); returns the SPEC on_chain object. */
 import type { OnChainAttestation } from '../../db/queries/trustAttestations.js';
 import { workflowContract } from './contract.js';
+import type { Bound } from './binding.js';
 export type { OnChainAttestation };
 
 /** trust-attest:{domain}:{snapshotHash} */
@@ -8,7 +9,7 @@ export function trustAttestWorkflowId(domain: string, snapshotHash: string): str
   return `trust-attest:${domain}:${snapshotHash}`;
 }
 
-export interface TrustAttestInput {
+export interface TrustAttestInput extends Bound {
   domain: string;
   snapshotHash: string;
   /** retry knobs (defaults suit production; tests pass small ones) */

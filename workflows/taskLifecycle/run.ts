@@ -8,6 +8,7 @@ import { proxyActivities, setCurrentDetails, upsertSearchAttributes, workflowInf
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { MarketLedgerActivities } from '../../activities/ledger/market.js';
 import type { MarketDbActivities } from '../../activities/db/market.js';
+import type { StepAuthorisationActivities } from '../../activities/db/stepAuthorisations.js';
 import { parseHederaDid } from '@agent-passport/core/did';
 import { DEFAULT_FUNDING_WINDOW_S, escrowUnfunded, type TaskMessage, type TaskMessageType, type TaskRecord } from '../../domain/market.js';
 import { HEARTBEAT_TIMEOUT_MS, LEDGER_MAX_ATTEMPTS, RETRY_MAXIMUM_MS } from '../activityOptions.js';
@@ -75,9 +76,18 @@ export function startRun(input: TaskLifecycleInput): TaskRun {
   };
 }
 
-/** What continue-as-new carries to the next run. */
-export function carriedOf(run: TaskRun): Carried {
-  return { task: { ...run.task }, seq: run.seq, renewals: run.renewals, scheduleExpiresAt: run.scheduleExpiresAt, topUpExpiresAt: run.topUpExpiresAt, topUpRenewals: run.topUpRenewals, ops: run.ops };
+/** What continue-as-new carries to the next run (with the Update nonces the run has seen, when it keeps them). */
+export function carriedOf(run: TaskRun, nonces?: string[]): Carried {
+  return {
+    task: { ...run.task },
+    seq: run.seq,
+    renewals: run.renewals,
+    scheduleExpiresAt: run.scheduleExpiresAt,
+    topUpExpiresAt: run.topUpExpiresAt,
+    topUpRenewals: run.topUpRenewals,
+    ops: run.ops,
+    ...(nonces && nonces.length ? { nonces } : {}),
+  };
 }
 
 export const price = (run: TaskRun) => BigInt(run.task.priceTinybars);
@@ -115,7 +125,7 @@ export function taskActivities(t: TaskTimings) {
     /** ledger writes whose final refusal the step answers (a bounded number of attempts) */
     ledger: proxyActivities<MarketLedgerActivities>({ startToCloseTimeout, heartbeatTimeout, retry: { ...retry, maximumAttempts: t.ledgerMaxAttempts ?? LEDGER_MAX_ATTEMPTS } }),
     /** topic messages, the projection, payouts and refunds must eventually happen: retried until they do */
-    durable: proxyActivities<MarketLedgerActivities & MarketDbActivities>({ startToCloseTimeout, heartbeatTimeout, retry }),
+    durable: proxyActivities<MarketLedgerActivities & MarketDbActivities & StepAuthorisationActivities>({ startToCloseTimeout, heartbeatTimeout, retry }),
     verifier: proxyActivities<TaskVerifierActivities>({ startToCloseTimeout: 60_000, heartbeatTimeout, retry: { ...retry, maximumAttempts: 3 } }),
   };
 }

@@ -8,7 +8,8 @@
  *   POST /market/tasks/signed                   posterDid + posterPrivateKey: the schedule is signed here (funded)
  *                                               (both: optional Idempotency-Key header, recorded before the
  *                                               workflow starts; a retry answers the same task)
- *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed)
+ *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed); a delivered result only to the
+ *                                               parties (a DID-signed GET of one task) until completion
  *   POST .../claim, .../claim-with-key          claimer passport on the ledger
  *   POST .../deliver, .../deliver-with-key      resultBody <= 4096 bytes or resultIpfs
  *   POST .../cancel, .../increase-reward        DID-signed, poster only
@@ -39,6 +40,7 @@ import {
   taskPostBodySchema,
   taskPostHeadersSchema,
   taskPostSignedBodySchema,
+  taskReadHeadersSchema,
   taskSchema,
 } from '../../schemas/market.js';
 import { requireOwnPrivateKey } from '../../auth/ownKey.js';
@@ -46,7 +48,7 @@ import { partyOf } from '../../market/parties.js';
 import { postFundedTask, postTask } from '../../market/posting.js';
 import { cancelTask, claimTask, completeTask, deliverTask, increaseReward } from '../../market/steps.js';
 import { readTask } from '../../market/updates.js';
-import { answerTask, escrowStatusView, taskResponse } from '../../market/views.js';
+import { answerTask, escrowStatusView, publicTaskResponse, taskResponse } from '../../market/views.js';
 
 const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) => {
   const market = app.market;
@@ -72,7 +74,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, postTask(market, '/market/tasks', request.body, request.headers['idempotency-key'])),
+    async (request, reply) => answerTask(reply, postTask(market, '/market/tasks', request.body, request.headers['idempotency-key']), request.body.posterDid),
   );
 
   app.post(
@@ -92,7 +94,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
     async (request, reply) => {
       const { posterPrivateKey, ...body } = request.body;
       const key = await requireOwnPrivateKey(keys, partyOf(market, body.posterDid, 'posterDid'), posterPrivateKey, 'posterPrivateKey', 'poster');
-      return answerTask(reply, postFundedTask(market, body, key, request.headers['idempotency-key']));
+      return answerTask(reply, postFundedTask(market, body, key, request.headers['idempotency-key']), body.posterDid);
     },
   );
 
@@ -112,16 +114,33 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       const { limit, offset, ...filter } = request.query;
       await market.book.ready();
       const { tasks, total } = await market.book.page(filter, limit, offset);
-      return { tasks: tasks.map(taskResponse), count: tasks.length, total, limit, offset };
+      return { tasks: tasks.map(publicTaskResponse), count: tasks.length, total, limit, offset };
     },
   );
 
   app.get(
     '/market/tasks/:taskId',
     {
-      schema: { tags: ['market'], summary: 'One task', params: taskIdParams, response: { 200: taskSchema, ...errorResponses(404, 503) } },
+      schema: {
+        tags: ['market'],
+        summary: 'One task (DID signature headers optional: the poster and the claimer read the delivered result)',
+        description:
+          'Anyone reads the task. Until it is completed, resultBody and resultIpfs are answered only to its poster and its claimer, who send the DID ' +
+          'signature headers (X-Service-DID, X-Service-Challenge from GET /auth/challenge, X-Service-Signature); everyone else (anonymous, or signed by ' +
+          'another DID) gets the task without them, with resultSha256 and the status. A completed task answers its result to anyone. ' +
+          'Headers present but not verifying: 401 as on every signed route. Lists (GET /market/tasks) never carry a result before completion.',
+        params: taskIdParams,
+        headers: taskReadHeadersSchema,
+        response: { 200: taskSchema, ...errorResponses(400, 401, 404, 503) },
+      },
+      preHandler: app.signedRequest(undefined, { optional: true }),
     },
-    async (request) => taskResponse(await readTask(market, request.params.taskId)),
+    async (request, reply) => {
+      const task = await readTask(market, request.params.taskId);
+      // a party's answer may carry what others may not see: never kept by a shared cache
+      if (request.auth) reply.header('cache-control', 'private, no-store');
+      return taskResponse(task, request.auth?.did);
+    },
   );
 
   app.get(
@@ -147,7 +166,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       schema: { tags: ['market'], summary: 'Claim a posted task (DID signature headers; the signed DID must be claimerDid; gold or platinum passport; lapses after the claim window without a delivery)', params: taskIdParams, body: claimBodySchema, response: stepResponses(409) },
       preHandler: app.signedRequest((request) => (request.body as { claimerDid: string }).claimerDid),
     },
-    async (request, reply) => answerTask(reply, claimTask(market, request.params.taskId, request.body.claimerDid)),
+    async (request, reply) => answerTask(reply, claimTask(market, request.params.taskId, request.body.claimerDid), request.body.claimerDid),
   );
 
   app.post(
@@ -157,7 +176,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
     },
     async (request, reply) => {
       await requireOwnPrivateKey(keys, partyOf(market, request.body.claimerDid, 'claimerDid'), request.body.claimerPrivateKey, 'claimerPrivateKey', 'claimer');
-      return answerTask(reply, claimTask(market, request.params.taskId, request.body.claimerDid));
+      return answerTask(reply, claimTask(market, request.params.taskId, request.body.claimerDid), request.body.claimerDid);
     },
   );
 
@@ -175,7 +194,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { claimerDid: string }).claimerDid),
     },
-    async (request, reply) => answerTask(reply, deliverTask(market, request.params.taskId, request.body)),
+    async (request, reply) => answerTask(reply, deliverTask(market, request.params.taskId, request.body), request.body.claimerDid),
   );
 
   app.post(
@@ -186,7 +205,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
     async (request, reply) => {
       const { claimerPrivateKey, ...body } = request.body;
       await requireOwnPrivateKey(keys, partyOf(market, body.claimerDid, 'claimerDid'), claimerPrivateKey, 'claimerPrivateKey', 'claimer');
-      return answerTask(reply, deliverTask(market, request.params.taskId, body));
+      return answerTask(reply, deliverTask(market, request.params.taskId, body), body.claimerDid);
     },
   );
 
@@ -204,7 +223,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, cancelTask(market, request.params.taskId, request.body)),
+    async (request, reply) => answerTask(reply, cancelTask(market, request.params.taskId, request.body), request.body.posterDid),
   );
 
   app.post(
@@ -219,7 +238,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, increaseReward(market, request.params.taskId, request.body)),
+    async (request, reply) => answerTask(reply, increaseReward(market, request.params.taskId, request.body), request.body.posterDid),
   );
 
   // ---------------------------------------------------------------- complete
@@ -241,7 +260,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, completeTask(market, request.params.taskId, request.body)),
+    async (request, reply) => answerTask(reply, completeTask(market, request.params.taskId, request.body), request.body.posterDid),
   );
 
   app.post(
@@ -257,7 +276,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
     },
     async (request, reply) => {
       await requireOwnPrivateKey(keys, partyOf(market, request.body.posterDid, 'posterDid'), request.body.posterPrivateKey, 'posterPrivateKey', 'poster');
-      return answerTask(reply, completeTask(market, request.params.taskId, request.body));
+      return answerTask(reply, completeTask(market, request.params.taskId, request.body), request.body.posterDid);
     },
   );
 };

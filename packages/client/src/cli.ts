@@ -147,7 +147,11 @@ task
   .command('cancel <taskId>')
   .option('--reason <text>')
   .action(act((c, id: string, o: { reason?: string }) => c.cancelTask(id, o.reason)));
-task.command('show <taskId>').action(act((c, id: string) => c.task(id)));
+task
+  .command('show <taskId>')
+  .description("One task; signed when a key is given, so its poster and claimer see the delivered result before completion")
+  .option('--anonymous', 'read without signing (as anyone else sees it)')
+  .action(act((c, id: string, o: { anonymous?: boolean }) => c.task(id, { signed: o.anonymous ? false : undefined })));
 task
   .command('list')
   .option('--status <status>')

@@ -321,8 +321,15 @@ export class AgentPassportClient {
   tasks(query: Query<'/market/tasks'> = {}) {
     return this.read(this.api.GET('/market/tasks', { params: { query } }));
   }
-  task(taskId: string) {
-    return this.read(this.api.GET('/market/tasks/{taskId}', { params: { path: { taskId } } }));
+  /**
+   * One task. A client with an agent key reads it DID-signed (one fresh challenge), so the task's
+   * poster and claimer see the delivered result (resultBody, resultIpfs) before it is completed;
+   * anyone else, and `{ signed: false }`, gets the task without them (resultSha256 and the status).
+   */
+  async task(taskId: string, opts: { signed?: boolean } = {}) {
+    const signed = opts.signed ?? this.options.agent !== undefined;
+    const header = signed ? await this.signIn() : undefined;
+    return this.read(this.api.GET('/market/tasks/{taskId}', { params: { path: { taskId }, ...(header ? { header } : {}) } }));
   }
   async claimTask(taskId: string) {
     return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/claim`, { claimerDid: this.did }, { sign: true });

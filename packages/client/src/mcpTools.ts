@@ -118,8 +118,16 @@ export function createAgentMcpServer(client: AgentPassportClient, opts: { signin
     },
     ({ status, capability, limit, offset }) => run(() => client.tasks({ status, capability, limit, offset })),
   );
-  server.registerTool('get_task', { description: 'One marketplace task with its status, price, parties and links.', inputSchema: { taskId }, annotations: ro }, ({ taskId }) =>
-    run(() => client.task(taskId)),
+  server.registerTool(
+    'get_task',
+    {
+      description: opts.signing
+        ? "One marketplace task with its status, price, parties and links, read as this server's agent (signed): if the agent posted or claimed it, the delivered result too."
+        : 'One marketplace task with its status, price, parties and links. A delivered result is shown only once the task is completed (its parties read it earlier with a signed read).',
+      inputSchema: { taskId },
+      annotations: ro,
+    },
+    ({ taskId }) => run(() => client.task(taskId, { signed: opts.signing })),
   );
   server.registerTool(
     'trust_snapshot',

@@ -3119,11 +3119,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One task */
+        /**
+         * One task (DID signature headers optional: the poster and the claimer read the delivered result)
+         * @description Anyone reads the task. Until it is completed, resultBody and resultIpfs are answered only to its poster and its claimer, who send the DID signature headers (X-Service-DID, X-Service-Challenge from GET /auth/challenge, X-Service-Signature); everyone else (anonymous, or signed by another DID) gets the task without them, with resultSha256 and the status. A completed task answers its result to anyone. Headers present but not verifying: 401 as on every signed route. Lists (GET /market/tasks) never carry a result before completion.
+         */
         get: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Optional: a challenge from GET /auth/challenge?did=<DID> (single use) */
+                    "x-service-challenge"?: string;
+                    /** @description Optional: the reader's DID. With X-Service-Challenge and X-Service-Signature, the task's poster and claimer read resultBody and resultIpfs before completion */
+                    "x-service-did"?: string;
+                    /** @description Optional: the challenge signed with the DID's account key (hex) */
+                    "x-service-signature"?: string;
+                };
                 path: {
                     taskId: string;
                 };
@@ -3138,6 +3148,24 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["Task"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
                 /** @description Default Response */
@@ -6819,8 +6847,11 @@ export interface components {
             posterDid: string;
             priceHbar: number;
             refundTxId: string | null;
-            resultBody: string | null;
-            resultIpfs: string | null;
+            /** @description The delivered result. Until the task is completed, only in answers to its poster and its claimer (a DID-signed GET /market/tasks/{taskId}); left out for everyone else */
+            resultBody?: string | null;
+            /** @description The delivered result stored elsewhere (ipfs://...); shown as resultBody is */
+            resultIpfs?: string | null;
+            /** @description sha256 hex of resultBody, public once delivered (anyone can check a result they are given against it) */
             resultSha256: string | null;
             /** @description While delivered (escrow): when the escrow is released to the claimer unless the poster completes or cancels first */
             reviewEndsAt?: string | null;
@@ -7001,8 +7032,11 @@ export interface components {
             posterDid: string;
             priceHbar: number;
             refundTxId: string | null;
-            resultBody: string | null;
-            resultIpfs: string | null;
+            /** @description The delivered result. Until the task is completed, only in answers to its poster and its claimer (a DID-signed GET /market/tasks/{taskId}); left out for everyone else */
+            resultBody?: string | null;
+            /** @description The delivered result stored elsewhere (ipfs://...); shown as resultBody is */
+            resultIpfs?: string | null;
+            /** @description sha256 hex of resultBody, public once delivered (anyone can check a result they are given against it) */
             resultSha256: string | null;
             /** @description While delivered (escrow): when the escrow is released to the claimer unless the poster completes or cancels first */
             reviewEndsAt?: string | null;
