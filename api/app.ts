@@ -10,6 +10,7 @@ import { compiledSerializerCompiler } from './serializer.js';
 import { publicBase, type AppContext } from './context.js';
 import errorHandler, { answerFrameworkError } from './plugins/errorHandler.js';
 import rateLimitPlugin from './plugins/rateLimit.js';
+import textInputPlugin from './plugins/textInput.js';
 import securityPlugin from './plugins/security.js';
 import openapiPlugin from './plugins/openapi.js';
 import metaRoutes from './routes/meta.js';
@@ -177,6 +178,8 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
       return codec && codecTrusts(ctx.config, request);
     },
   });
+  // a NUL, bytes that are not UTF-8 or a lone surrogate in the URL or the body: 400, after the count above
+  await app.register(textInputPlugin);
   await app.register(openapiPlugin, { publicBaseUrl: ctx.config.PUBLIC_BASE_URL });
 
   await app.register(healthRoutes, { ctx });

@@ -65,7 +65,12 @@ export const trustProxySetting = z
   });
 
 export const configSchema = z.object({
-  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  /**
+   * production unless told otherwise (issue 26 item 5: fail closed): plaintext Temporal payloads refused,
+   * /codec only with the admin token, the start-up checks below. `npm run dev` sets development for the
+   * processes it starts, the tests set test (or development); nothing else should.
+   */
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('production'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Successful answers slower than this get their access line at info; faster ones at debug (docs/benchmarks.md). */
   ACCESS_LOG_SLOW_MS: z.coerce.number().int().min(0).default(500),
@@ -192,9 +197,9 @@ export const configSchema = z.object({
   /** lifetime of an access token from POST /oauth/token, seconds */
   OAUTH_TOKEN_TTL_S: z.coerce.number().int().min(30).max(86_400).default(600),
 
-  // Outbound fetches of client URLs (net/safeFetch.ts): true lifts the public-address rule (tests only)
+  // Outbound fetches of client URLs (net/safeFetch.ts): true lifts the public-address rule (tests only; refused in production)
   TRUST_ALLOW_PRIVATE: bool.default(false),
-  /** tests only, honoured with TRUST_ALLOW_PRIVATE: "a.test=http://127.0.0.1:4321,b.test=..." sends a domain's trust fetches to a loopback origin */
+  /** tests only (refused in production), honoured with TRUST_ALLOW_PRIVATE: "a.test=http://127.0.0.1:4321,b.test=..." sends a domain's trust fetches to a loopback origin */
   TRUST_FETCH_ORIGINS: z.string().optional(),
 
   // Domain ownership challenges and attestations (issue 11 part 2)
@@ -276,28 +281,47 @@ export class ConfigError extends Error {
 }
 
 /**
- * Parses an environment (process.env by default); throws ConfigError listing every problem. With a
- * role, NODE_ENV=production also requires that role's PRODUCTION_REQUIRED variables (scripts such
- * as migrate pass no role and need only what they use).
+ * Switches refused when NODE_ENV=production (with or without a role), one line each: each would let a
+ * client choose what the service trusts.
+ */
+function productionRefusals(config: Config, cleaned: Record<string, string | undefined>): string[] {
+  const refused: string[] = [];
+  // X-Forwarded-For from anyone would let every client pick the address its limits are counted by.
+  if (config.TRUST_PROXY === true) {
+    refused.push('TRUST_PROXY: true trusts any X-Forwarded-For, which is refused when NODE_ENV=production; give the addresses or CIDR ranges of the proxies in front of the API');
+  }
+  // The SSRF guard's off switches (tests only): with them a client URL reaches the service's own network.
+  if (config.TRUST_ALLOW_PRIVATE) {
+    refused.push('TRUST_ALLOW_PRIVATE: lets client URLs reach private and loopback addresses (tests only), which is refused when NODE_ENV=production; unset it');
+  }
+  if (cleaned.TRUST_FETCH_ORIGINS !== undefined) {
+    refused.push('TRUST_FETCH_ORIGINS: sends trust fetches to chosen origins (tests only), which is refused when NODE_ENV=production; unset it');
+  }
+  return refused;
+}
+
+/**
+ * Parses an environment (process.env by default); throws ConfigError listing every problem. NODE_ENV
+ * unset is production. With a role, production also requires that role's PRODUCTION_REQUIRED
+ * variables (scripts such as migrate pass no role and need only what they use) and refuses its
+ * PRODUCTION_REFUSED keys; with or without one, production refuses the switches of productionRefusals.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env, opts: { role?: ConfigRole } = {}): Config {
   // Empty strings mean "unset": .env files often carry `NAME=` lines.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = configSchema.safeParse(cleaned);
   // Checked on the raw environment, so a malformed variable elsewhere does not hide these lines.
+  const production = (cleaned.NODE_ENV ?? 'production') === 'production';
   const missing =
-    opts.role && cleaned.NODE_ENV === 'production'
+    opts.role && production
       ? PRODUCTION_REQUIRED[opts.role].filter((name) => cleaned[name] === undefined).map((name) => `${name}: missing (required when NODE_ENV=production)`)
       : [];
-  if (opts.role && cleaned.NODE_ENV === 'production') {
+  if (opts.role && production) {
     for (const name of PRODUCTION_REFUSED[opts.role].filter((n) => cleaned[n] !== undefined)) {
       missing.push(`${name}: refused for the ${opts.role} when NODE_ENV=production (only the worker signs ledger writes); give it to the worker alone`);
     }
   }
-  // X-Forwarded-For from anyone would let every client pick the address its limits are counted by.
-  if (cleaned.NODE_ENV === 'production' && parsed.success && parsed.data.TRUST_PROXY === true) {
-    missing.push('TRUST_PROXY: true trusts any X-Forwarded-For, which is refused when NODE_ENV=production; give the addresses or CIDR ranges of the proxies in front of the API');
-  }
+  if (production && parsed.success) missing.push(...productionRefusals(parsed.data, cleaned));
   if (parsed.success && !missing.length) return parsed.data;
   const problems = (parsed.success ? [] : parsed.error.issues).map((issue) => {
     const name = issue.path.join('.');
@@ -307,7 +331,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /**
- * TRUST_FETCH_ORIGINS as a map domain -> origin, empty unless TRUST_ALLOW_PRIVATE (tests only):
+ * TRUST_FETCH_ORIGINS as a map domain -> origin, empty unless TRUST_ALLOW_PRIVATE (tests only; both refused in production):
  * "a.test=http://127.0.0.1:4321" makes the trust fetches of https://a.test/... go to that origin.
  */
 export function trustFetchOrigins(config: Pick<Config, 'TRUST_ALLOW_PRIVATE' | 'TRUST_FETCH_ORIGINS'>): Record<string, string> {

@@ -67,8 +67,8 @@ const MARKET_PASSPORT = ['/market/tasks', '/market/tasks/signed', step('claim'),
 const REGISTRY_REGISTER = '/api/v1/agents/register';
 /** Routes guarded by DID signature authentication whose request names the signing DID (the registry: when it names an owner and signs). */
 const SIGNED_NAMED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST, TRUST_VERIFY, AGENTS_REGISTER, ...MARKET_SIGNED, REGISTRY_REGISTER];
-/** Routes guarded by DID signature authentication (/market/sign: any signed-in DID). */
-const SIGNED = [...SIGNED_NAMED, '/market/sign'];
+/** Routes guarded by DID signature authentication (/market/sign: any signed-in DID; a task read: signed by a party, optional since issue 26 item 3). */
+const SIGNED = [...SIGNED_NAMED, '/market/sign', '/market/tasks/:taskId'];
 /** Routes that run a workflow and wait for it. */
 const WORKFLOW = [REQUEST, UPGRADE, REVOKE, ...A2A_SEND, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_STEPS];
 const NONE: string[] = [];

@@ -20,7 +20,8 @@ import { apiStage, devEnv, devSecrets, evmStage, localnetJsonStage, localnetStag
 if (fs.existsSync('.env')) process.loadEnvFile('.env');
 
 const DATA = path.resolve(process.env.DEV_DATA_DIR ?? '.data');
-const config = loadConfig();
+// development, as for the processes it starts (devEnv): the one launcher that sets it
+const config = loadConfig({ ...process.env, NODE_ENV: 'development' });
 const secrets = devSecrets(DATA);
 
 const temporalStage: Stage = {

@@ -24,7 +24,7 @@ import { setupNamespace } from '../temporal/setup.js';
 import { startHaproxy } from './lib/haproxy.js';
 import { startPrometheus } from './lib/prometheus.js';
 import { superviseChild, startChild, waitForReady } from './lib/children.js';
-import { apiStage, devEnv, devSecrets, evmStage, localnetJsonStage, localnetStage, postgresStage, prefixed, workerStage } from './lib/devStages.js';
+import { apiStage, devEnv, devSecrets, evmStage, localnetJsonStage, localnetStage, postgresStage, prefixed, productionLedgerEnv, workerStage } from './lib/devStages.js';
 import { assertPortFree, launch, type Stage, type StageResult } from './lib/launcher.js';
 import { resolveRedis } from './lib/redis.js';
 import { clusterServing, defaultClusterPorts, prepareTemporalCluster, serverCommand, serverPorts, uiCommand, uiServing } from './lib/temporalCluster.js';
@@ -32,7 +32,8 @@ import { clusterServing, defaultClusterPorts, prepareTemporalCluster, serverComm
 if (fs.existsSync('.env')) process.loadEnvFile('.env');
 
 const DATA = path.resolve(process.env.DEV_DATA_DIR ?? path.join('.data', 'cluster'));
-const config = loadConfig();
+// its processes run as production (below): the launcher refuses up front what they would refuse
+const config = loadConfig({ ...process.env, NODE_ENV: 'production' });
 const secrets = devSecrets(DATA);
 const entryPort = config.PORT;
 const apiPorts = [entryPort + 1, entryPort + 2];
@@ -82,7 +83,8 @@ const temporalStage: Stage = {
       // beside the app's database, named after it
       databases: { main: `${appDatabase(env.DATABASE_URL!)}_temporal`, visibility: `${appDatabase(env.DATABASE_URL!)}_temporal_visibility` },
       ports,
-      // API 1 directly: the codec answers without a token only to loopback callers with no proxy between
+      // API 1 directly. A production API answers the codec only with the admin token, which the Web UI
+      // cannot send (NOTES.md): the UI shows payloads encrypted; `temporal ... --codec-auth` decodes (README)
       codecEndpoint: `http://localhost:${apiPorts[0]}/codec`,
       uiWriteActions: process.env.TEMPORAL_DISABLE_WRITE_ACTIONS === 'false', // the UI image's own variable, as in docker-compose.yml
       log: ctx.log,
@@ -167,13 +169,20 @@ const prometheusStage: Stage = {
   },
 };
 
+// Every worker and API runs as production (issue 26 item 5): Temporal payloads encrypted with the
+// cluster's PAYLOAD_CODEC_KEY (dev-secrets.json), the codec only with the admin token, the production
+// start-up checks, with the ledger variables production requires taken from localnet.json (the escrow
+// key for the workers only).
+const processEnv = { ...devEnv(secrets), NODE_ENV: 'production' };
+const ledgerEnv = (env: Record<string, string>) => productionLedgerEnv(env.LOCALNET_CONFIG_PATH!);
+const workerEnv = (env: Record<string, string>) => ({ ...ledgerEnv(env).all, ...ledgerEnv(env).worker });
 // the API instances sit behind the entry point: they believe the X-Forwarded-For of its address only (as
 // production lists its proxies; `true` is refused there), and name the public origin in their challenges
-const apiEnv = { TRUST_PROXY: '127.0.0.1', PUBLIC_BASE_URL: publicUrl };
+const apiEnv = (env: Record<string, string>) => ({ TRUST_PROXY: '127.0.0.1', PUBLIC_BASE_URL: publicUrl, ...ledgerEnv(env).all });
 
 await launch({
   title: 'Agent passport cluster is up',
-  env: devEnv(secrets),
+  env: processEnv,
   stages: [
     postgresStage({ dataDir: DATA, databaseUrl: config.DATABASE_URL, database: 'agent_passport_cluster' }),
     redisStage,
@@ -181,10 +190,10 @@ await launch({
     localnetStage({ dataDir: DATA }),
     evmStage({ dataDir: DATA, externalRpcUrl: config.EVM_RPC_URL, port: Number(process.env.EVM_PORT ?? 8545) }),
     localnetJsonStage({ dataDir: DATA, apiUrl: publicUrl, adminToken: secrets.adminToken }),
-    workerStage({ name: 'worker-1', env: { METRICS_PORT: String(metricsPorts.worker[0]) } }),
-    workerStage({ name: 'worker-2', env: { METRICS_PORT: String(metricsPorts.worker[1]) } }),
-    apiStage({ name: 'api-1', port: apiPorts[0]!, env: { ...apiEnv, METRICS_PORT: String(metricsPorts.api[0]) } }),
-    apiStage({ name: 'api-2', port: apiPorts[1]!, env: { ...apiEnv, METRICS_PORT: String(metricsPorts.api[1]) } }),
+    workerStage({ name: 'worker-1', env: (env) => ({ ...workerEnv(env), METRICS_PORT: String(metricsPorts.worker[0]) }) }),
+    workerStage({ name: 'worker-2', env: (env) => ({ ...workerEnv(env), METRICS_PORT: String(metricsPorts.worker[1]) }) }),
+    apiStage({ name: 'api-1', port: apiPorts[0]!, env: (env) => ({ ...apiEnv(env), METRICS_PORT: String(metricsPorts.api[0]) }) }),
+    apiStage({ name: 'api-2', port: apiPorts[1]!, env: (env) => ({ ...apiEnv(env), METRICS_PORT: String(metricsPorts.api[1]) }) }),
     haproxyStage,
     prometheusStage,
   ],

@@ -9,11 +9,16 @@
  * codec route trusts (operators; loopback in dev) are not limited on /codec/*, since the Temporal
  * UI calls it once per payload.
  *
- * The keyed free tier (SPEC 2 trust ladder, DESIGN.md section 10): a request whose Bearer credential
- * `keyed.identify` recognises (a registry key or its OAuth access token) is counted against that
- * registration's own window (`keyed.max` per `keyed.timeWindowMs`) instead of its IP's, with the same
- * headers. A credential identify refuses (unknown, malformed, revoked) is counted against the IP and
- * then answered with its 401: never silently the anonymous quota. Exempt requests are not identified.
+ * Every request that is not exempt counts against its IP's window first (issue 26 item 6): one over it
+ * gets its 429 before any credential is looked up (a registry key's lookup is a PostgreSQL query), so
+ * keys registered from one address never lift that address's limit. The keyed free tier (SPEC 2 trust
+ * ladder, DESIGN.md section 10): a request within its IP's window whose Bearer credential
+ * `keyed.identify` recognises (a registry key or its OAuth access token) also counts against that
+ * registration's own window (`keyed.max` per `keyed.timeWindowMs`), which bounds one key across
+ * addresses. X-RateLimit-* then describe the window with fewer requests remaining (the IP's on a tie);
+ * a 429 describes the window that refused. A credential identify refuses (unknown, malformed,
+ * revoked) is answered with its 401 after the IP's count: never silently the anonymous quota. Exempt
+ * requests are not identified.
  *
  * Counting is @fastify/rate-limit's: its stores (an LRU of fixed windows in memory; an atomic Lua
  * INCR/PEXPIRE per key in Redis). The hook around them is ours, callback-style, because the plugin's
@@ -56,6 +61,12 @@ const STORE_FAILURE_LOG_EVERY_MS = 60_000;
 interface WindowCount {
   current: number;
   ttl: number;
+}
+/** One window's count after this request: an IP's, or a registration's (keyed). */
+interface CountedWindow extends WindowCount {
+  max: number;
+  windowMs: number;
+  keyed: boolean;
 }
 interface WindowStore {
   incr(key: string, cb: (err: Error | null, res: WindowCount | null) => void, timeWindowMs: number, max: number): void;
@@ -106,37 +117,65 @@ export default fp(async function rateLimitPlugin(app: FastifyInstance, opts: Rat
     );
   }
 
-  /**
-   * Counts the request and writes X-RateLimit-*; `done` gets the 429 when over the limit, else
-   * `after` (a refusal decided before counting), else nothing.
-   */
-  function count(request: FastifyRequest, reply: FastifyReply, registration: string | null, done: HookHandlerDoneFunction, after?: unknown): void {
+  /** Counts one request against a window: the IP's (registration null) or a registration's. */
+  function countIn(request: FastifyRequest, registration: string | null, cb: (w: CountedWindow) => void): void {
     const max = registration && keyed ? keyed.max : opts.max;
     const windowMs = registration && keyed ? keyed.timeWindowMs : opts.timeWindowMs;
     const key = registration ? `${KEYED_PREFIX}${registration}` : normalizeIP(request.ip);
-    increment(key, windowMs, max, ({ current, ttl }) => {
-      const seconds = Math.ceil(ttl / 1000);
-      reply.header('x-ratelimit-limit', max);
-      reply.header('x-ratelimit-remaining', Math.max(0, max - current));
-      reply.header('x-ratelimit-reset', Math.ceil(Date.now() / 1000) + seconds);
-      if (current <= max) return done(after as Error | undefined);
-      reply.header('retry-after', seconds);
-      done(
-        new ApiError('rate_limit_exceeded', `Rate limit exceeded: ${max} requests per ${Math.round(windowMs / 1000)} s${registration ? ' for this key' : ''}`, {
-          hint: `Retry after ${duration(seconds)}, when X-RateLimit-Reset is reached`,
-        }),
-      );
-    });
+    increment(key, windowMs, max, (res) => cb({ ...res, max, windowMs, keyed: registration !== null }));
+  }
+
+  const remaining = (w: CountedWindow) => Math.max(0, w.max - w.current);
+
+  /** X-RateLimit-* of one window (SPEC 8: the reset as a Unix timestamp). */
+  function describe(reply: FastifyReply, w: CountedWindow): number {
+    const seconds = Math.ceil(w.ttl / 1000);
+    reply.header('x-ratelimit-limit', w.max);
+    reply.header('x-ratelimit-remaining', remaining(w));
+    reply.header('x-ratelimit-reset', Math.ceil(Date.now() / 1000) + seconds);
+    return seconds;
+  }
+
+  /** True (and `done` called with the 429) when the request is over this window's limit. */
+  function refused(reply: FastifyReply, w: CountedWindow, done: HookHandlerDoneFunction): boolean {
+    if (w.current <= w.max) return false;
+    const seconds = describe(reply, w);
+    reply.header('retry-after', seconds);
+    done(
+      new ApiError('rate_limit_exceeded', `Rate limit exceeded: ${w.max} requests per ${Math.round(w.windowMs / 1000)} s${w.keyed ? ' for this key' : ''}`, {
+        hint: `Retry after ${duration(seconds)}, when X-RateLimit-Reset is reached`,
+      }),
+    );
+    return true;
   }
 
   function limit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
     if (exempt?.(request)) return done();
-    // no credential (the common case): straight to the address's window
-    if (!keyed || request.headers.authorization === undefined) return count(request, reply, null, done);
-    keyed.identify(request).then(
-      (registration) => count(request, reply, registration, done),
-      (refusal: unknown) => count(request, reply, null, done, refusal), // counted against the IP first, then answered
-    );
+    countIn(request, null, (ip) => {
+      if (refused(reply, ip, done)) return; // over its address's limit: no credential is looked up
+      // no credential (the common case): the address's window is the only one
+      if (!keyed || request.headers.authorization === undefined) {
+        describe(reply, ip);
+        return done();
+      }
+      keyed.identify(request).then(
+        (registration) => {
+          if (registration === null) {
+            describe(reply, ip);
+            return done();
+          }
+          countIn(request, registration, (key) => {
+            if (refused(reply, key, done)) return;
+            describe(reply, remaining(key) < remaining(ip) ? key : ip); // the tighter of the two
+            done();
+          });
+        },
+        (refusal: unknown) => {
+          describe(reply, ip); // counted against the IP, then answered
+          done(refusal as Error);
+        },
+      );
+    });
   }
 
   app.addHook('onRequest', limit);

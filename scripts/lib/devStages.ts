@@ -46,7 +46,7 @@ export function devSecrets(dataDir: string): DevSecrets {
   return secrets;
 }
 
-/** The environment every process of a dev stack shares (secrets from devSecrets). */
+/** The environment every process of `npm run dev` shares (secrets from devSecrets); development, which only the launcher and the tests set. */
 export function devEnv(secrets: DevSecrets): Record<string, string> {
   return {
     ADMIN_TOKEN_SHA256: createHash('sha256').update(secrets.adminToken).digest('hex'),
@@ -58,6 +58,29 @@ export function devEnv(secrets: DevSecrets): Record<string, string> {
     NODE_ENV: 'development',
   };
 }
+
+/**
+ * The ledger variables a production process refuses to start without (config PRODUCTION_REQUIRED),
+ * read from a localnet.json: the operator, the mirror and the facilitator for every process (`all`);
+ * the escrow account's key for the workers only (`worker`: it signs escrow payouts and refunds).
+ * `npm run dev:cluster` and the cluster tests run their processes as production with these.
+ */
+export function productionLedgerEnv(localnetJson: string): { all: Record<string, string>; worker: Record<string, string> } {
+  const file = JSON.parse(fs.readFileSync(localnetJson, 'utf8')) as { operator: { accountId: string; privateKey: string }; mirrorUrl: string; facilitator?: { url?: string }; escrowPrivateKey?: string };
+  return {
+    all: {
+      HEDERA_OPERATOR_ID: file.operator.accountId,
+      HEDERA_OPERATOR_KEY: file.operator.privateKey,
+      HEDERA_MIRROR_URL: file.mirrorUrl,
+      ...(file.facilitator?.url ? { FACILITATOR_URL: file.facilitator.url } : {}),
+    },
+    worker: file.escrowPrivateKey ? { ESCROW_PRIVATE_KEY: file.escrowPrivateKey } : {},
+  };
+}
+
+/** A stage's own variables: fixed, or made from what the earlier stages exported (e.g. a file they wrote). */
+export type StageEnv = Record<string, string> | ((env: Record<string, string>) => Record<string, string>);
+const stageEnv = (own: StageEnv | undefined, env: Record<string, string>) => (typeof own === 'function' ? own(env) : (own ?? {}));
 
 function tsxChild(name: string, entry: string, env: Record<string, string>, output: (line: string) => void): ManagedChild {
   return startChild(name, process.execPath, ['--import', 'tsx', path.resolve(root, entry)], { cwd: root, env: { ...process.env, ...env }, output });
@@ -179,19 +202,19 @@ export function localnetJsonStage(o: { dataDir: string; apiUrl: string; adminTok
 }
 
 /** A worker process (worker/index.ts), ready once it polls its task queue. */
-export function workerStage(o: { name?: string; env?: Record<string, string> } = {}): Stage {
+export function workerStage(o: { name?: string; env?: StageEnv } = {}): Stage {
   const name = o.name ?? 'worker';
   return {
     name,
     async start(env, ctx) {
-      await supervisedTsx(ctx, { name, what: `the ${name}`, entry: 'worker/index.ts', env: { ...env, ...o.env }, ready: (seen) => seen('worker polling task queue') });
+      await supervisedTsx(ctx, { name, what: `the ${name}`, entry: 'worker/index.ts', env: { ...env, ...stageEnv(o.env, env) }, ready: (seen) => seen('worker polling task queue') });
       return {};
     },
   };
 }
 
 /** An API process (api/server.ts) on `port`, ready once GET /health answers 200. */
-export function apiStage(o: { name?: string; port: number; env?: Record<string, string>; urls?: (base: string) => Record<string, string> }): Stage {
+export function apiStage(o: { name?: string; port: number; env?: StageEnv; urls?: (base: string) => Record<string, string> }): Stage {
   const name = o.name ?? 'api';
   return {
     name,
@@ -205,7 +228,7 @@ export function apiStage(o: { name?: string; port: number; env?: Record<string, 
       };
       // keys per role (issue 26 item 9): the API never gets a ledger key, whatever the shell or .env holds (empty = unset)
       const noKeys = { HEDERA_OPERATOR_KEY: '', ESCROW_PRIVATE_KEY: '' };
-      await supervisedTsx(ctx, { name, what: `the ${name === 'api' ? 'API' : name}`, entry: 'api/server.ts', env: { ...env, PORT: String(o.port), ...o.env, ...noKeys }, ready: health });
+      await supervisedTsx(ctx, { name, what: `the ${name === 'api' ? 'API' : name}`, entry: 'api/server.ts', env: { ...env, PORT: String(o.port), ...stageEnv(o.env, env), ...noKeys }, ready: health });
       return { urls: o.urls?.(base) ?? {} };
     },
   };

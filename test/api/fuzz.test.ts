@@ -3,7 +3,9 @@
  * and a localnet, so the ledger routes exist): malformed and random path parameters, query strings,
  * headers (signature, payment, request id, content type) and bodies. No answer may be 5xx, except
  * 503 service_unavailable (a dependency deliberately absent here: no EVM node, no worker); every
- * error body is { error, code, retryable?, hint? } with a catalog code.
+ * error body is { error, code, retryable?, hint? } with a catalog code. Bad bytes (issue 26 item 7): a
+ * NUL, bytes that are not UTF-8 or a lone surrogate put into the query, a path parameter or the body
+ * must be answered 400 invalid_request with the rate-limit headers.
  *
  * Bounded for `npm test` (FUZZ_RUNS, default 8 per operation, within FUZZ_BUDGET_MS); `npm run fuzz`
  * runs a long version (FUZZ_RUNS=500 by default, no time budget).
@@ -18,6 +20,7 @@ import { buildTestApp, testConfig } from '../support/app.js';
 import { startLedgerStack, type LedgerStack } from '../support/ledgerStack.js';
 import { recordSecret } from '../support/secrets.js';
 import { isCatalogCode } from '../../domain/errors.js';
+import { PROBE_ROUTES } from '../../api/plugins/rateLimit.js';
 import { lazyTemporalClient } from '../../temporal/client.js';
 import { signedHeaders, type TestAgent } from '../support/signing.js';
 
@@ -69,12 +72,16 @@ interface FuzzRequest {
   method: string;
   url: string;
   headers: Record<string, string>;
-  payload?: string;
+  /** a Buffer: bytes that are not UTF-8 (a string would be sent as UTF-8) */
+  payload?: string | Buffer;
+  /** where bad bytes were put (query, path or body): the answer must be 400 invalid_request */
+  badBytes?: string;
 }
 
 /** What the checks read of an answer, whatever the transport. */
 interface FuzzAnswer {
   statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
   body: string;
   json(): Record<string, unknown>;
 }
@@ -82,7 +89,7 @@ interface FuzzAnswer {
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
 /** One request over a real socket; the path goes on the wire exactly as generated. */
-function overHttp(port: number, req: { method: string; url: string; headers: Record<string, string>; payload?: string }): Promise<FuzzAnswer> {
+function overHttp(port: number, req: { method: string; url: string; headers: Record<string, string>; payload?: string | Buffer }): Promise<FuzzAnswer> {
   return new Promise((resolve, reject) => {
     const body = req.payload === undefined ? undefined : Buffer.from(req.payload);
     const headers: Record<string, string> = { ...req.headers, ...(body ? { 'content-length': String(body.length) } : {}) };
@@ -91,7 +98,7 @@ function overHttp(port: number, req: { method: string; url: string; headers: Rec
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ statusCode: res.statusCode ?? 0, body: text, json: () => JSON.parse(text) as Record<string, unknown> });
+        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) as Record<string, unknown> });
       });
       res.on('error', reject);
     });
@@ -121,6 +128,48 @@ const segment = fc.oneof(
   { weight: 4, arbitrary: text.map((t) => encodeURIComponent(t.replace(/[\uD800-\uDFFF]/g, 'x'))) },
   { weight: 1, arbitrary: fc.constantFrom('%', '%zz', '%E0%A4%A', '%C0%AF', 'a%2Fb', '%2e%2e', 'x'.repeat(150)) },
 );
+
+/**
+ * Bad bytes (issue 26 item 7): percent-encoded for a URL (a NUL, bytes that are not UTF-8: a stray
+ * continuation byte, a cut-off character, an overlong encoding, a surrogate encoded as UTF-8), and for
+ * a JSON body the same as raw bytes or as escapes (\u0000, a lone surrogate).
+ */
+const badUrlBytes = fc.constantFrom('%00', 'a%00b', '%FF', '%C3', '%C3%28', '%80', '%C0%AF', '%ED%A0%80', '%F4%90%80%80', 'did%3Ahedera%3Alocal%3A0.0.2%00');
+type BadBody = { raw: Buffer } | { escaped: string };
+const badBodyBytes = fc.constantFrom<BadBody>(
+  { raw: Buffer.from([0x00]) },
+  { raw: Buffer.from([0xff]) },
+  { raw: Buffer.from([0xc3]) },
+  { raw: Buffer.from([0xc0, 0xaf]) },
+  { raw: Buffer.from([0xed, 0xa0, 0x80]) },
+  { escaped: '\\u0000' },
+  { escaped: 'a\\u0000b' },
+  { escaped: '\\ud800' },
+  { escaped: '\\udfff' },
+);
+
+/**
+ * A request of the operation with bad bytes in one place: a query value, a path parameter, or (for
+ * operations with a body) a string of a JSON body, as raw bytes (not JSON-escaped: the body is then not
+ * valid UTF-8) or as a JSON escape. Always 400 invalid_request, whatever else the request gets right.
+ */
+function badBytesRequestFor(op: Operation, good: fc.Arbitrary<FuzzRequest & { plan: HeaderPlan }>): fc.Arbitrary<FuzzRequest & { plan: HeaderPlan }> {
+  const places = ['query', ...(op.pathParams.length ? ['path'] : []), ...(op.hasBody ? ['body'] : [])];
+  return fc.record({ req: good, place: fc.constantFrom(...places), url: badUrlBytes, body: badBodyBytes, name: fc.constantFrom(...op.query.map((q) => q.name), 'x') }).map(({ req, place, url, body, name }) => {
+    const [path, query] = req.url.split('?') as [string, string | undefined];
+    if (place === 'query') return { ...req, url: `${path}?${[query, `${encodeURIComponent(name)}=${url}`].filter(Boolean).join('&')}`, badBytes: `query ${url}` };
+    if (place === 'path') {
+      const segments = path.split('/');
+      const at = op.path.split('/').findIndex((s) => s.startsWith('{'));
+      segments[at] = `${segments[at] ?? ''}${url}`;
+      return { ...req, url: `${segments.join('/')}${query ? `?${query}` : ''}`, badBytes: `path ${url}` };
+    }
+    const headers = { ...req.headers, 'content-type': 'application/json' };
+    const field = JSON.stringify({ title: 'x' }).slice(0, -2); // {"title":"x
+    const payload = 'raw' in body ? Buffer.concat([Buffer.from(field), body.raw, Buffer.from('"}')]) : `${field}${body.escaped}"}`;
+    return { ...req, headers, plan: { ...req.plan, alignDid: false }, payload, badBytes: `body ${'raw' in body ? body.raw.toString('hex') : body.escaped}` };
+  });
+}
 
 const jsonValue: fc.Arbitrary<unknown> = fc.oneof(
   text,
@@ -246,6 +295,11 @@ function headersFor(op: Operation, ctx: Plausible): fc.Arbitrary<HeaderPlan> {
 }
 
 function requestFor(op: Operation, doc: Schema, ctx: Plausible): fc.Arbitrary<FuzzRequest & { plan: HeaderPlan }> {
+  const good = wellFormedRequestFor(op, doc, ctx);
+  return fc.oneof({ weight: 5, arbitrary: good }, { weight: 1, arbitrary: badBytesRequestFor(op, good) });
+}
+
+function wellFormedRequestFor(op: Operation, doc: Schema, ctx: Plausible): fc.Arbitrary<FuzzRequest & { plan: HeaderPlan }> {
   const param = (p: { name: string; schema: Schema }) =>
     fc.oneof(
       { weight: 3, arbitrary: fromSchema(p.schema, doc, ctx, p.name).map((v) => encodeURIComponent(String(v))) },
@@ -350,6 +404,7 @@ describe('fuzz: every /openapi.json operation', () => {
     const runs = REQUESTS ? Math.ceil(REQUESTS / operations.length) : RUNS;
     const startedAll = Date.now();
     let sent = 0;
+    let badBytesSent = 0;
     const failures: string[] = [];
     const unavailable = new Map<string, number>();
     const outcomes = new Map<string, number>();
@@ -362,7 +417,7 @@ describe('fuzz: every /openapi.json operation', () => {
           if (req.plan.signAs !== undefined) {
             const signer = agents[req.plan.signAs];
             Object.assign(headers, await signedHeaders(app, signer));
-            const body = payload === undefined ? undefined : safeJson(payload);
+            const body = typeof payload === 'string' ? safeJson(payload) : undefined;
             if (req.plan.alignDid && body && typeof body === 'object' && !Array.isArray(body) && 'did' in body) payload = JSON.stringify({ ...body, did: signer.did });
           }
           if (req.plan.admin) headers.authorization = `Bearer ${admin}`;
@@ -370,7 +425,9 @@ describe('fuzz: every /openapi.json operation', () => {
           const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), REQUEST_LIMIT_MS)));
           sent++;
           const answer: Promise<FuzzAnswer> =
-            TRANSPORT === 'http' ? overHttp(port, { method: req.method, url: req.url, headers, payload }) : app.inject({ method: req.method as 'GET', url: req.url, headers, payload });
+            TRANSPORT === 'http'
+              ? overHttp(port, { method: req.method, url: req.url, headers, payload })
+              : app.inject({ method: req.method as 'GET', url: req.url, headers, payload }).then((r) => ({ statusCode: r.statusCode, headers: r.headers as FuzzAnswer['headers'], body: r.body, json: () => r.json() as Record<string, unknown> }));
           const res = await Promise.race([answer, hung])
             .catch((err: NodeJS.ErrnoException) => `no answer: ${err.code ?? err.message}` as const)
             .finally(() => clearTimeout(timer));
@@ -383,6 +440,20 @@ describe('fuzz: every /openapi.json operation', () => {
           const code = res.statusCode >= 400 || res.statusCode === 202 ? String((safeJson(res.body) as { code?: unknown } | undefined)?.code) : '';
           const key = `${op.method} ${op.path} ${res.statusCode} ${code}`.trim();
           outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+          if (req.badBytes) {
+            badBytesSent++;
+            // the one other answer: an admin route refuses a caller without the token before it reads any body
+            const refused = (res.statusCode === 400 && code === 'invalid_request') || (req.badBytes.startsWith('body') && /^admin_auth_/.test(code));
+            if (!refused) {
+              failures.push(`${where} (bad bytes in the ${req.badBytes}): expected 400 invalid_request, got ${res.statusCode} ${code}`);
+              return false;
+            }
+            // (the probes are never limited nor counted, so they carry none: api/plugins/rateLimit.ts)
+            if (res.headers['x-ratelimit-limit'] === undefined && !PROBE_ROUTES.has(op.path)) {
+              failures.push(`${where} (bad bytes in the ${req.badBytes}): no rate-limit headers`);
+              return false;
+            }
+          }
           if (res.statusCode >= 500 && res.statusCode !== 503) {
             failures.push(`${where} ${res.body.slice(0, 300)}`);
             return false;
@@ -433,7 +504,7 @@ describe('fuzz: every /openapi.json operation', () => {
       byStatus.set(status, (byStatus.get(status) ?? 0) + n);
     }
     const statuses = [...byStatus.entries()].sort().map(([status, n]) => `${status}: ${n}`).join(', ');
-    console.log(`fuzz (${TRANSPORT}): ${operations.length} operations x ${runs} runs: ${sent} requests in ${seconds.toFixed(0)} s, ${failures.length} failures; answers by status: ${statuses}`);
+    console.log(`fuzz (${TRANSPORT}): ${operations.length} operations x ${runs} runs: ${sent} requests (${badBytesSent} with bad bytes) in ${seconds.toFixed(0)} s, ${failures.length} failures; answers by status: ${statuses}`);
     if (process.env.FUZZ_VERBOSE) console.log([...outcomes.entries()].sort().map(([k, v]) => `${k}: ${v}`).join('\n'));
     if (unavailable.size) console.log('fuzz: 503 service_unavailable answers (absent dependency):', Object.fromEntries(unavailable));
     expect(failures).toEqual([]);

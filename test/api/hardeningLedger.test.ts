@@ -150,6 +150,46 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
     expect(isCatalogCode(body.code)).toBe(true);
   });
 
+  // issue 26 item 7: PostgreSQL refuses NUL in text, and these two answered 500
+  it.each(['/market/tasks?posterDid=%00', '/market/tasks?claimerDid=%00'])('GET %s answers 400 invalid_request with the rate-limit headers, not 500', async (path) => {
+    const res = await fetch(`${base}${path}`);
+    const body = await jsonOf(res);
+    expect({ status: res.status, code: body.code }).toEqual({ status: 400, code: 'invalid_request' });
+    expect(body.error).toMatch(/NUL/);
+    expect(typeof body.hint).toBe('string');
+    expect(res.headers.get('x-ratelimit-limit')).toMatch(/^\d+$/);
+    expect(res.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/);
+  });
+
+  it('a NUL or bytes that are not UTF-8 anywhere in the query, the path or the body: 400 invalid_request with the rate-limit headers', async () => {
+    const did = encodeURIComponent(agent.did);
+    const json = (text: string | Buffer) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+    const cases: [string, string, RequestInit?][] = [
+      ['query, NUL', `/agents?name=a%00b`],
+      ['query, not UTF-8', `/market/tasks?posterDid=%FF`],
+      ['query, cut-off character', `/agents?name=%C3`],
+      ['query, a surrogate encoded as UTF-8', `/market/tasks?claimerDid=%ED%A0%80`],
+      ['path, NUL', `/agents/${did}%00`],
+      ['path, not UTF-8', `/did/${did}%C3%28`],
+      ['body, NUL escaped in JSON', '/market/tasks/signed', json('{"posterDid":"did:hedera:local:0.0.2","title":"a\\u0000b","priceHbar":1}')],
+      ['body, NUL in a key', '/market/tasks/signed', json('{"a\\u0000":1}')],
+      ['body, a lone surrogate', '/market/tasks/signed', json('{"title":"\\ud800"}')],
+      ['body, bytes that are not UTF-8', '/market/tasks/signed', json(Buffer.concat([Buffer.from('{"title":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]))],
+      ['body, not UTF-8 at its very end', '/market/tasks/signed', json(Buffer.concat([Buffer.from('{"title":"x"}'), Buffer.from([0xe2, 0x82])]))],
+    ];
+    const seen: Record<string, unknown> = {};
+    for (const [name, path, init] of cases) {
+      const res = await fetch(`${base}${path}`, init);
+      const body: Record<string, any> = await jsonOf(res).catch(() => ({}));
+      seen[name] = { status: res.status, code: body.code, limited: res.headers.get('x-ratelimit-limit') !== null };
+    }
+    const expected = Object.fromEntries(cases.map(([name]) => [name, { status: 400, code: 'invalid_request', limited: true }]));
+    expect(seen).toEqual(expected);
+    // text that is fine still passes the check (and meets each route's own validation as before)
+    expect((await fetch(`${base}/agents?name=${encodeURIComponent('café 🦀')}`)).status).toBe(200);
+    expect((await fetch(`${base}/agents?name=100%`)).status).toBe(200); // a literal % stays literal text
+  });
+
   it('path parameters are decoded exactly once: an encoded DID resolves like the raw one', async () => {
     const raw = await fetch(`${base}/did/${agent.did}`);
     const encoded = await fetch(`${base}/did/${encodeURIComponent(agent.did)}`);

@@ -1,7 +1,7 @@
 // Registry keys against real PostgreSQL and the Temporal dev server (SPEC 2, 3, 4.6; DESIGN.md 10):
 // the key format, only the sha256 in the table, me and revoke, every 401 code, the per-IP cap and the
 // sponsored budget under 20 concurrent requests, the UTC reset with an injected clock, the keyed rate
-// limit (the key's own window), and a revoke reaching a second API instance through NOTIFY.
+// limit (the address's window first, then the key's own), and a revoke reaching a second API instance through NOTIFY.
 import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
@@ -311,7 +311,7 @@ describe('registry keys (PostgreSQL, Temporal)', () => {
   });
 });
 
-describe('the keyed free tier: a valid key is counted in its own window', () => {
+describe('the keyed free tier: a keyed request counts against its address, then its key', () => {
   let sql: Sql;
   let sqlB: Sql;
   let a: FastifyInstance;
@@ -331,27 +331,33 @@ describe('the keyed free tier: a valid key is counted in its own window', () => 
     await sqlB?.end();
   });
 
-  it('the key has its own 5, with the same headers; the address keeps its own 3; a revoked key gets its 401 on every route', async () => {
+  it('the address\'s 3 hold for its keyed requests, the key\'s 5 across addresses, headers of the tighter; a revoked key gets its 401 on every route', async () => {
     const ip = freshIp();
     const reg = await register(a, { name: 'keyed' }, ip);
     expect(reg.status).toBe(200);
     expect(reg.headers['x-ratelimit-limit']).toBe('3'); // the registration itself is anonymous: the address's window
     const key = reg.body.api_key as string;
 
-    const keyed: Res[] = [];
-    for (let i = 0; i < 6; i++) keyed.push(await call(a, 'GET', '/catalog', { ip, key }));
-    expect(keyed.slice(0, 5).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    expect(keyed.map((r) => r.headers['x-ratelimit-limit'])).toEqual(['5', '5', '5', '5', '5', '5']);
-    expect(keyed.map((r) => r.headers['x-ratelimit-remaining'])).toEqual(['4', '3', '2', '1', '0', '0']);
-    expect(keyed[5]!.status).toBe(429);
-    expect(keyed[5]!.body.code).toBe('rate_limit_exceeded');
-    expect(Number(keyed[5]!.headers['x-ratelimit-reset'])).toBeGreaterThan(1e9);
+    // from the registration's address: its window (1 of 3 used) is the tighter, and it holds for the key
+    const here: Res[] = [];
+    for (let i = 0; i < 3; i++) here.push(await call(a, 'GET', '/catalog', { ip, key }));
+    expect(here.map((r) => r.status)).toEqual([200, 200, 429]);
+    expect(here.map((r) => r.headers['x-ratelimit-limit'])).toEqual(['3', '3', '3']);
+    expect(here.map((r) => r.headers['x-ratelimit-remaining'])).toEqual(['1', '0', '0']);
+    expect(here[2]!.body.code).toBe('rate_limit_exceeded');
+    expect(here[2]!.body.error).not.toMatch(/for this key/);
+    expect(Number(here[2]!.headers['retry-after'])).toBeGreaterThan(0);
 
-    // the address's own window was not touched by the keyed requests: 2 of 3 left
-    const anon = await call(a, 'GET', '/catalog', { ip });
-    expect(anon.status).toBe(200);
-    expect(anon.headers['x-ratelimit-limit']).toBe('3');
-    expect(anon.headers['x-ratelimit-remaining']).toBe('1');
+    // from other addresses: the key's own window (5, 2 used: the refused request never reached it) holds
+    // across them; its headers once it has fewer left than the address (the address's on a tie)
+    const elsewhere: Res[] = [];
+    for (let i = 0; i < 4; i++) elsewhere.push(await call(a, 'GET', '/catalog', { ip: freshIp(), key }));
+    expect(elsewhere.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect(elsewhere.map((r) => r.headers['x-ratelimit-limit'])).toEqual(['3', '5', '5', '5']);
+    expect(elsewhere.map((r) => r.headers['x-ratelimit-remaining'])).toEqual(['2', '1', '0', '0']);
+    expect(elsewhere[3]!.body.code).toBe('rate_limit_exceeded');
+    expect(elsewhere[3]!.body.error).toMatch(/for this key/);
+    expect(Number(elsewhere[3]!.headers['x-ratelimit-reset'])).toBeGreaterThan(1e9);
 
     // an unknown key from a fresh address: 401, never the anonymous quota
     const other = freshIp();
@@ -382,6 +388,47 @@ describe('the keyed free tier: a valid key is counted in its own window', () => 
     const adminish = await call(a, 'GET', '/catalog', { ip: freshIp(), headers: { authorization: 'Bearer some-admin-token' } });
     expect(adminish.status).toBe(200);
     expect(adminish.headers['x-ratelimit-limit']).toBe('3');
+  });
+});
+
+// issue 26 item 6: one address registers 5 keys a day; counted only in their own windows, its keys used
+// to give it 5x (then 25x) RATE_LIMIT_MAX per IP, and each key was looked up before any limit applied.
+describe('keys do not lift the per-address limit', () => {
+  it('three keys registered from one address: the address meets RATE_LIMIT_MAX (60) at its request 61, before any key is looked up', async () => {
+    const sql = createSql(inject('databaseUrl'), { max: 2 });
+    const app = await buildTestApp({}, { sql }); // the defaults: 60 per address, 300 per key, 5 registrations per address a day
+    try {
+      const ip = freshIp();
+      const answers: Res[] = [];
+      const keys: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const reg = await register(app, { name: `three-keys-${i}` }, ip);
+        answers.push(reg);
+        keys.push(reg.body.api_key as string);
+      }
+      for (let i = 0; answers.length < 60; i++) answers.push(await call(app, 'GET', '/catalog', { ip, key: keys[i % 3] }));
+      expect(answers.map((r) => r.status)).toEqual(Array(60).fill(200));
+      const sixtyFirst = await call(app, 'GET', '/catalog', { ip, key: keys[0] });
+      expect(sixtyFirst.status).toBe(429);
+      // the address's window was the tighter one all along
+      expect(answers.slice(3).map((r) => r.headers['x-ratelimit-limit'])).toEqual(Array(57).fill('60'));
+      expect(answers[59]!.headers['x-ratelimit-remaining']).toBe('0');
+      expect(sixtyFirst.body).toMatchObject({ code: 'rate_limit_exceeded' });
+      expect(sixtyFirst.headers['x-ratelimit-limit']).toBe('60');
+      expect(sixtyFirst.headers['x-ratelimit-remaining']).toBe('0');
+      // every key, and a credential nobody issued: the same 429, the credential never looked at (an
+      // unknown key's 401 would need the lookup)
+      for (const key of [keys[1]!, keys[2]!, `apk_${'D'.repeat(43)}`]) {
+        const r = await call(app, 'GET', '/catalog', { ip, key });
+        expect(r.status).toBe(429);
+        expect(r.body.code).toBe('rate_limit_exceeded');
+      }
+      // from another address the keys still answer (their own windows are far from full)
+      expect((await call(app, 'GET', '/catalog', { ip: freshIp(), key: keys[1] })).status).toBe(200);
+    } finally {
+      await app.close();
+      await sql.end();
+    }
   });
 });
 
@@ -436,7 +483,8 @@ describe('the keyed window in Redis, shared by two API instances', async () => {
       const ip = freshIp();
       const key = (await register(a, { name: 'shared-window' }, ip)).body.api_key as string;
       const statuses: number[] = [];
-      for (const app of [a, b, a, b, a]) statuses.push((await call(app, 'GET', '/catalog', { ip, key })).status);
+      // from five addresses (each within its own window): the key's window is the one that fills
+      for (const app of [a, b, a, b, a]) statuses.push((await call(app, 'GET', '/catalog', { ip: freshIp(), key })).status);
       expect(statuses).toEqual([200, 200, 200, 200, 429]);
       // the address's own window (2, one used by the registration) is separate
       expect((await call(b, 'GET', '/catalog', { ip })).status).toBe(200);

@@ -24,6 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AccountCreateTransaction, Hbar, PrivateKey } from '@hashgraph/sdk';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { dataConverter } from '../../temporal/connection.js';
 import { createSql, type Sql } from '../../db/client.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import type { LocalnetConfig } from '../../localnet/index.js';
@@ -70,6 +71,8 @@ export interface ChaosOptions {
   temporalAddress: string;
   /** the Temporal namespace of the run (default: default) */
   namespace?: string;
+  /** the stack's PAYLOAD_CODEC_KEY (its processes run as production): the run's own Temporal client decodes with it */
+  payloadCodecKey?: string;
   log: (line: string) => void;
   /**
    * Another topology than one localnet, one API and one worker (test/cluster/stack.ts: two of each
@@ -209,7 +212,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   };
   const stack = o.makeStack ? o.makeStack(parts) : new Stack(parts);
   const connection = await Connection.connect({ address: o.temporalAddress });
-  const temporal = new TemporalClient({ connection, namespace: o.namespace ?? 'default' });
+  const temporal = new TemporalClient({ connection, namespace: o.namespace ?? 'default', dataConverter: o.payloadCodecKey ? dataConverter({ NODE_ENV: 'production', PAYLOAD_CODEC_KEY: o.payloadCodecKey }) : undefined });
   const kills: Record<Target, number> = { worker: 0, api: 0, localnet: 0, temporal: 0 };
   const faults: Record<string, number> = { busy: 0, unavailable: 0, delay: 0 };
   try {

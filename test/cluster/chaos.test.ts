@@ -1,11 +1,11 @@
 // The chaos run (test/chaos/chaos.ts, its clients and its ledger audit reused) on the production
-// topology: passports bought and task lifecycles run through the entry point while one worker, one API
+// topology, its workers and APIs run as production (encrypted payloads): passports bought and task lifecycles run through the entry point while one worker, one API
 // and the Temporal server process itself are killed with SIGKILL and come back. Every lifecycle
 // finishes, nothing is minted or paid twice, no task is lost; the second API answers while the first
 // is down.
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { formatReport, runChaos } from '../chaos/chaos.js';
-import { ClusterChaosStack, clusterNamespace, redisUrl } from './stack.js';
+import { ClusterChaosStack, clusterNamespace, productionSecrets, redisUrl } from './stack.js';
 
 let stack: ClusterChaosStack | undefined;
 let closeNamespace: (() => Promise<void>) | undefined;
@@ -20,6 +20,7 @@ describe('chaos on the cluster: kill -9 of a worker, an API and the Temporal ser
   it('every lifecycle finishes, nothing minted or paid twice, the second API keeps serving', async () => {
     const ns = await clusterNamespace('chaos');
     closeNamespace = ns.close;
+    const secrets = productionSecrets(ns.namespace);
     const lines: string[] = [];
     const report = await runChaos({
       issuances: Number(process.env.CLUSTER_CHAOS_ISSUANCES ?? 12),
@@ -34,11 +35,12 @@ describe('chaos on the cluster: kill -9 of a worker, an API and the Temporal ser
       databaseUrl: inject('databaseUrl'),
       temporalAddress: inject('temporalAddress'),
       namespace: ns.namespace,
+      payloadCodecKey: secrets.codecKey,
       log: (line) => {
         lines.push(line);
         if (process.env.CLUSTER_CHAOS_VERBOSE) console.log(line); // as it happens (else printed at the end)
       },
-      makeStack: (parts) => (stack = new ClusterChaosStack(parts, { namespace: ns.namespace, redisUrl: redisUrl() })),
+      makeStack: (parts) => (stack = new ClusterChaosStack(parts, { namespace: ns.namespace, redisUrl: redisUrl(), production: secrets.env })),
     });
     const table = formatReport(report);
     const entryStats = await stack!.entry.stats();

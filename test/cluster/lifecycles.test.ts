@@ -3,6 +3,9 @@
 // upgrade and revoke, agent registration, an A2A message, a task with escrow through completion and one
 // through cancel (each then found by its TaskStatus in SQL visibility), domain ownership (challenge,
 // published, DID-signed verify-ownership) and an on-chain attestation by the proven owner. Everything over HTTP, as clients do it.
+// The workers and the two APIs run as production (encrypted payloads, issue 26 item 5); the trust flows go
+// through a third API run as test, because their web site and DNS answers are on loopback, which only the
+// SSRF guard's off switches reach and production refuses those (test/cluster/stack.ts trustApiUrl).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { AgentHttp, settled, until, type Json } from './agentHttp.js';
@@ -33,6 +36,7 @@ describe('every lifecycle kind through each API instance (Temporal server on Pos
       const holder = new AgentHttp(base, holderAgent!, cfg.node, app.entry.url);
       const other = new AgentHttp(base, otherAgent!, cfg.node, app.entry.url);
       const third = new AgentHttp(base, thirdAgent!, cfg.node, app.entry.url);
+      const holderTrust = new AgentHttp(app.trustApiUrl!, holderAgent!, cfg.node, app.entry.url);
       const passportOf = (h: AgentHttp, tier?: string) => async () => {
         const r = await h.get(`/passport/address/${h.agent.accountId}`);
         return (r.body.passports as Json[] | undefined)?.find((p) => p.active && (!tier || p.tier === tier));
@@ -92,24 +96,24 @@ describe('every lifecycle kind through each API instance (Temporal server on Pos
       const mine = await visible(`PosterDid = '${holder.agent.did}' AND TaskStatus IN ('completed', 'cancelled')`);
       expect(mine.sort()).toEqual([taskWorkflowId(taskId), taskWorkflowId(cancelledId)].sort());
 
-      // domain ownership: a challenge (starts no work), published, then a DID-signed verify-ownership that
-      // checks once. API 1: bound to the holder's DID, the token in a DNS TXT record; API 2: unbound, its
-      // digest in the well-known file, the token claimed by the holder's signed verify
+      // domain ownership (through the trust API): a challenge (starts no work), published, then a DID-signed
+      // verify-ownership that checks once. First pass: bound to the holder's DID, the token in a DNS TXT
+      // record; second: unbound, its digest in the well-known file, the token claimed by the holder's signed verify
       const domain = app.domains[instance]!;
       const bound = instance === 0;
-      const ch = await holder.get(`/api/trust/${domain}/challenge${bound ? `?did=${encodeURIComponent(holder.agent.did)}` : ''}`);
+      const ch = await holderTrust.get(`/api/trust/${domain}/challenge${bound ? `?did=${encodeURIComponent(holder.agent.did)}` : ''}`);
       expect(ch.status, JSON.stringify(ch.body)).toBe(200);
       if (bound) app.dns!.setTxt(`_agent-passport.${domain}`, [String(ch.body.well_known_content)]);
       else app.site!.files.set('/.well-known/agent-passport-challenge.txt', `${ch.body.well_known_content}\n`);
       expect(String(ch.body.well_known_content).includes(String(ch.body.token))).toBe(bound);
-      const proven = await holder.signedPost(`/api/trust/${domain}/verify-ownership`, { did: holder.agent.did, token: ch.body.token });
+      const proven = await holderTrust.signedPost(`/api/trust/${domain}/verify-ownership`, { did: holder.agent.did, token: ch.body.token });
       expect(proven.status, JSON.stringify(proven.body)).toBe(200);
       expect(proven.body).toMatchObject({ domain, verified: true, domain_ownership: { method: bound ? 'dns' : 'well-known', verified: true, verified_by: holder.agent.did } });
 
       // an on-chain attestation of the domain's trust snapshot by the passport holder
-      const attest = await holder.signedPost(`/api/trust/${domain}/attest`, { did: holder.agent.did });
+      const attest = await holderTrust.signedPost(`/api/trust/${domain}/attest`, { did: holder.agent.did });
       const snap = await settled(attest, 'attestation', async () => {
-        const s = await holder.get(`/api/trust/${domain}`);
+        const s = await holderTrust.get(`/api/trust/${domain}`);
         return s.body.on_chain ? s.body : undefined;
       });
       expect(snap.on_chain).toMatchObject({ chain: 'eip155', attested_by: holder.agent.did, revoked: false });

@@ -5,6 +5,8 @@
  * (the real entry points, as child processes that can be SIGKILLed) behind HAProxy on deploy/haproxy.cfg
  * (scripts/lib/haproxy.ts), each process serving its metrics on a port of its own (METRICS_PORT);
  * localnet, and optionally anvil with the contracts and a DNS server and a web site for the trust flows.
+ * The workers and APIs run as production (issue 26 item 5): payloads encrypted with a PAYLOAD_CODEC_KEY
+ * of the run, every variable production requires.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,11 +15,13 @@ import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
+import { dataConverter } from '../../temporal/connection.js';
 import { createSql, type Sql } from '../../db/client.js';
 import { dropDatabase, ensureDatabase, migrate } from '../../db/migrate.js';
 import { startHaproxy, type Haproxy } from '../../scripts/lib/haproxy.js';
 import { freeLowPorts, isPortOpen } from '../../scripts/lib/ports.js';
 import { clusterServing } from '../../scripts/lib/temporalCluster.js';
+import { productionLedgerEnv } from '../../scripts/lib/devStages.js';
 import { setupNamespace } from '../../temporal/setup.js';
 import { Stack, type StackParts } from '../chaos/chaos.js';
 import { startChildProcess, startChildWorker, type ChildWorker } from '../reliability/childWorker.js';
@@ -68,6 +72,41 @@ export async function ownDatabase(prefix: string, services: ClusterServices = in
   return { url: u.toString(), drop: () => dumpDatabase(u.toString()).then(() => dropDatabase(u.toString())).catch(() => {}) };
 }
 
+/**
+ * The secrets a production worker and API refuse to start without, fresh for one run and recorded for
+ * the secrets scan: the payload codec key, the admin token (its digest), the trust snapshot and OAuth
+ * signing keys. `env` is for both kinds of process (NODE_ENV=production); the ledger's variables come
+ * from its localnet.json (productionLedgerEnv).
+ */
+export function productionSecrets(run: string): { codecKey: string; adminToken: string; env: Record<string, string> } {
+  const codecKey = randomBytes(32).toString('hex');
+  recordSecret('cluster payload codec key', codecKey);
+  const adminToken = randomBytes(24).toString('base64url');
+  recordSecret('cluster admin token', adminToken);
+  const trustKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex');
+  recordSecret('cluster trust signing key', trustKey);
+  const oauthKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex');
+  recordSecret('cluster OAuth signing key', oauthKey);
+  return {
+    codecKey,
+    adminToken,
+    env: {
+      NODE_ENV: 'production',
+      PAYLOAD_CODEC_KEY: codecKey,
+      ADMIN_TOKEN_SHA256: createHash('sha256').update(adminToken).digest('hex'),
+      TRUST_SIGNING_KEY: trustKey,
+      TRUST_SIGNING_KEY_ID: `cluster-${run}`,
+      OAUTH_SIGNING_KEY: oauthKey,
+      OAUTH_SIGNING_KEY_ID: `cluster-oauth-${run}`,
+    },
+  };
+}
+
+/** A client of the namespace that reads the production processes' encrypted payloads. */
+export function codecClient(client: Client, codecKey: string): Client {
+  return new Client({ connection: client.connection, namespace: client.options.namespace, dataConverter: dataConverter({ NODE_ENV: 'production', PAYLOAD_CODEC_KEY: codecKey }) });
+}
+
 export function redisUrl(): string {
   return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 }
@@ -93,7 +132,7 @@ export async function startWorkerProcess(env: Record<string, string>, o: { name?
 
 export interface ClusterApp {
   namespace: string;
-  /** a client of the namespace (no payload codec: the processes here run without PAYLOAD_CODEC_KEY) */
+  /** a client of the namespace, with the run's payload codec */
   client: Client;
   ledger: LedgerStack;
   sql: Sql;
@@ -115,6 +154,12 @@ export interface ClusterApp {
   /** where each process serves its metrics (host:port), by scrape job: what a Prometheus scrapes */
   metricsTargets: { api: string[]; worker: string[]; haproxy: string[] };
   apiUrl(i: number): string;
+  /**
+   * with trustDomains: one more API, NODE_ENV=test, for the trust flows only. Their web site and DNS
+   * answers are on loopback, which only the SSRF guard's off switches (TRUST_ALLOW_PRIVATE,
+   * TRUST_FETCH_ORIGINS) reach, and production refuses those (issue 26 item 5)
+   */
+  trustApiUrl?: string;
   restartApi(i: number): Promise<void>;
   stop(): Promise<void>;
 }
@@ -150,25 +195,20 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
   for (const d of domains) dns!.setA(d, ['127.0.0.1']);
   site?.files.set('/robots.txt', 'User-agent: *\nAllow: /\n');
 
-  const adminToken = randomBytes(24).toString('base64url');
-  recordSecret('cluster admin token', adminToken);
-  const trustKey = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('hex');
-  recordSecret('cluster trust signing key', trustKey);
+  const secrets = productionSecrets(run);
+  const adminToken = secrets.adminToken;
+  const ledgerEnv = productionLedgerEnv(ledger.env.LOCALNET_CONFIG_PATH!);
   const taskQueue = `${o.prefix}-${run}`;
   const common: Record<string, string> = {
     ...ledger.env,
+    ...ledgerEnv.all,
+    ...secrets.env,
     DATABASE_URL: db.url,
     TEMPORAL_ADDRESS: services.temporalAddress,
     TEMPORAL_NAMESPACE: ns.namespace,
     TEMPORAL_TASK_QUEUE: taskQueue,
     LOG_LEVEL: 'warn',
-    ...(dns
-      ? {
-          TRUST_ALLOW_PRIVATE: 'true',
-          TRUST_DNS_SERVERS: dns.address,
-          TRUST_FETCH_ORIGINS: domains.map((d) => `${d}=${site!.origin}`).join(','),
-        }
-      : {}),
+    ...(dns ? { TRUST_DNS_SERVERS: dns.address } : {}),
     ...(chain
       ? {
           EVM_RPC_URL: chain.anvil.rpcUrl,
@@ -179,14 +219,15 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
         }
       : {}),
   };
-  const workerEnv = { ...common, ...(chain ? { EVM_ATTESTER_KEY: chain.anvil.accounts[0]!.privateKey } : {}) };
+  const workerEnv = { ...common, ...ledgerEnv.worker, ...(chain ? { EVM_ATTESTER_KEY: chain.anvil.accounts[0]!.privateKey } : {}) };
   // the entry point first, on a port picked with the APIs': its origin is the service's public one
   // (PUBLIC_BASE_URL, which sign-in challenges name), as a load balancer's is in production
   const workerCount = o.workers ?? 2;
-  const [entryPort, haproxyMetricsPort, ...ports] = await freeLowPorts(4 + 2 + workerCount);
+  const [entryPort, haproxyMetricsPort, ...ports] = await freeLowPorts(4 + 2 + workerCount + (o.trustDomains ? 1 : 0));
   const apiPorts = ports.slice(0, 2);
   const apiMetricsPorts = ports.slice(2, 4);
-  const workerMetricsPorts = ports.slice(4);
+  const workerMetricsPorts = ports.slice(4, 4 + workerCount);
+  const trustPort = o.trustDomains ? ports[4 + workerCount] : undefined;
   const entryDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-haproxy-'));
   const entry = await startHaproxy({ dir: entryDir, entryPort: entryPort!, metricsPort: haproxyMetricsPort!, apiPorts, log });
   const apiEnv = {
@@ -197,9 +238,6 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
     // the entry point's address only (as production lists its proxies), not `true`
     TRUST_PROXY: '127.0.0.1',
     RATE_LIMIT_MAX: '1000000',
-    ADMIN_TOKEN_SHA256: createHash('sha256').update(adminToken).digest('hex'),
-    TRUST_SIGNING_KEY: trustKey,
-    TRUST_SIGNING_KEY_ID: `cluster-${run}`,
     ...o.apiEnv,
   };
   const workers: ChildWorker[] = [];
@@ -210,11 +248,18 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
   if (!o.noProcesses) {
     apis.push(...(await Promise.all(apiPorts.map((_, i) => startApiProcess(apiEnvOf(i), { name: `api-${i + 1}` })))));
   }
+  const trustApi =
+    trustPort && !o.noProcesses
+      ? await startApiProcess(
+          { ...apiEnv, PORT: String(trustPort), NODE_ENV: 'test', TRUST_ALLOW_PRIVATE: 'true', TRUST_FETCH_ORIGINS: domains.map((d) => `${d}=${site!.origin}`).join(',') },
+          { name: 'trust-api' },
+        )
+      : undefined;
   log(`cluster app ${o.prefix}: namespace ${ns.namespace}, ${workers.length} workers, ${apis.length} APIs (${apiPorts.join(', ')}) behind ${entry.url}`);
 
   const app: ClusterApp = {
     namespace: ns.namespace,
-    client: ns.client,
+    client: codecClient(ns.client, secrets.codecKey),
     ledger,
     sql,
     databaseUrl: db.url,
@@ -236,6 +281,7 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
       haproxy: [`127.0.0.1:${haproxyMetricsPort}`],
     },
     apiUrl: (i) => `http://127.0.0.1:${apiPorts[i]}`,
+    trustApiUrl: trustApi ? `http://127.0.0.1:${trustPort}` : undefined,
     async restartApi(i) {
       await apis[i]?.kill('SIGKILL');
       apis[i] = await startApiProcess(apiEnvOf(i), { name: `api-${i + 1}` });
@@ -243,8 +289,8 @@ export async function startClusterApp(o: ClusterAppOptions): Promise<ClusterApp>
     async stop() {
       await entry.stop();
       fs.rmSync(entryDir, { recursive: true, force: true });
-      for (const p of [...apis, ...workers]) await p.kill('SIGTERM').catch(() => null);
-      for (const port of apiPorts) while (await isPortOpen(port)) await sleep(100);
+      for (const p of [...apis, ...workers, ...(trustApi ? [trustApi] : [])]) await p.kill('SIGTERM').catch(() => null);
+      for (const port of [...apiPorts, ...(trustApi ? [trustPort!] : [])]) while (await isPortOpen(port)) await sleep(100);
       await ns.close();
       await sql.end({ timeout: 5 });
       await db.drop();
@@ -273,14 +319,15 @@ export class ClusterChaosStack extends Stack {
   secondApiAnswers: { status: number; ms: number }[] = [];
   temporalDowntimesMs: number[] = [];
 
+  /** production (issue 26 item 5): `production` is productionSecrets(...).env; the ledger's variables are added once localnet has written its localnet.json */
   constructor(
     parts: StackParts,
-    readonly extra: { namespace: string; redisUrl: string },
+    readonly extra: { namespace: string; redisUrl: string; production: Record<string, string> },
   ) {
     super({
       ...parts,
-      apiEnv: { ...parts.apiEnv, TEMPORAL_NAMESPACE: extra.namespace, REDIS_URL: extra.redisUrl, TRUST_PROXY: '127.0.0.1' },
-      workerEnv: { ...parts.workerEnv, TEMPORAL_NAMESPACE: extra.namespace },
+      apiEnv: { ...parts.apiEnv, ...extra.production, TEMPORAL_NAMESPACE: extra.namespace, REDIS_URL: extra.redisUrl, TRUST_PROXY: '127.0.0.1' },
+      workerEnv: { ...parts.workerEnv, ...extra.production, TEMPORAL_NAMESPACE: extra.namespace },
     });
   }
 
@@ -289,6 +336,10 @@ export class ClusterChaosStack extends Stack {
   }
 
   override async startServices(): Promise<void> {
+    // called once localnet is up: the ledger variables production requires, from its localnet.json
+    const ledger = productionLedgerEnv(this.apiEnv.LOCALNET_CONFIG_PATH!);
+    Object.assign(this.apiEnv, ledger.all);
+    Object.assign(this.workerEnv, ledger.all, ledger.worker);
     const [entryPort, metricsPort, ...apiPorts] = await freeLowPorts(4);
     this.apiPorts = apiPorts;
     // the entry point's origin is the public one the APIs' sign-in challenges name

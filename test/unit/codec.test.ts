@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { AesGcmPayloadCodec, ENCODING, REFUSED_ENCODING } from '../../temporal/codec.js';
+import type { FastifyRequest } from 'fastify';
 import { dataConverter } from '../../temporal/connection.js';
+import { loadConfig } from '../../config/index.js';
+import { codecTrusts } from '../../api/routes/codec.js';
 
 describe('AES-GCM payload codec', () => {
   const codec = new AesGcmPayloadCodec(randomBytes(32).toString('hex'));
@@ -48,6 +51,24 @@ describe('AES-GCM payload codec', () => {
     it('cannot be built without a key in production (no codec there would accept anything)', () => {
       expect(() => dataConverter({ NODE_ENV: 'production' })).toThrow(/PAYLOAD_CODEC_KEY is required/);
       expect(dataConverter({ NODE_ENV: 'test' })).toBeUndefined();
+    });
+  });
+
+  // issue 26 item 5: a process started with no NODE_ENV is production, so it fails closed
+  describe('with NODE_ENV unset (the default)', () => {
+    const key = randomBytes(32).toString('hex');
+
+    it('the data converter refuses unencrypted payloads, and cannot be built without a key', async () => {
+      const [c] = dataConverter(loadConfig({ PAYLOAD_CODEC_KEY: key }))!.payloadCodecs;
+      const [decoded] = await c.decode([payload]);
+      expect(new TextDecoder().decode(decoded.metadata!.encoding!)).toBe(REFUSED_ENCODING);
+      expect(() => dataConverter(loadConfig({}))).toThrow(/PAYLOAD_CODEC_KEY is required/);
+    });
+
+    it('/codec does not trust a loopback caller without the admin token', () => {
+      const loopback = { headers: {}, raw: { socket: { remoteAddress: '127.0.0.1' } } } as unknown as FastifyRequest;
+      expect(codecTrusts(loadConfig({ PAYLOAD_CODEC_KEY: key, ADMIN_TOKEN_SHA256: 'a'.repeat(64) }), loopback)).toBe(false);
+      expect(codecTrusts(loadConfig({ NODE_ENV: 'development', PAYLOAD_CODEC_KEY: key }), loopback)).toBe(true);
     });
   });
 });

@@ -33,7 +33,7 @@ describe('config', () => {
       expect(loadConfig({ TRUST_PROXY: 'false' }).TRUST_PROXY).toBe(false);
       expect(loadConfig({ TRUST_PROXY: '0' }).TRUST_PROXY).toBe(false);
       expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,fd00::/8' }).TRUST_PROXY).toEqual(['10.0.0.0/8', '192.168.1.7', 'fd00::/8']);
-      expect(loadConfig({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
+      expect(loadConfig({ NODE_ENV: 'development', TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
     });
 
     it('refuses a hop count (it cannot tell a proxy from a direct client) and what is not an address', () => {
@@ -132,6 +132,30 @@ describe('config', () => {
     it('development and scripts without a role need none of them', () => {
       expect(() => loadConfig({ NODE_ENV: 'development' }, { role: 'api' })).not.toThrow();
       expect(() => loadConfig({ NODE_ENV: 'production' })).not.toThrow();
+    });
+
+    // issue 26 item 5: fail closed. Only the dev launcher and the tests set development (or test).
+    it('is the default: an unset NODE_ENV is production, with its start-up checks', () => {
+      expect(loadConfig({}).NODE_ENV).toBe('production');
+      const { NODE_ENV: _n, ...unset } = fullApi;
+      expect(loadConfig(unset, { role: 'api' }).NODE_ENV).toBe('production');
+      const { PAYLOAD_CODEC_KEY: _k, ...noKey } = unset;
+      expect(problemsOf(noKey)).toEqual(['PAYLOAD_CODEC_KEY: missing (required when NODE_ENV=production)']);
+      expect(problemsOf({ TRUST_PROXY: 'true' }, 'worker')).toContainEqual(expect.stringMatching(/^TRUST_PROXY: true trusts any X-Forwarded-For/));
+    });
+
+    it('refuses the SSRF guard\'s off switches (TRUST_ALLOW_PRIVATE, TRUST_FETCH_ORIGINS), one line each, with or without a role', () => {
+      for (const role of ['api', 'worker'] as const) {
+        const env = role === 'api' ? fullApi : full;
+        expect(problemsOf({ ...env, TRUST_ALLOW_PRIVATE: 'true' }, role)).toEqual([expect.stringMatching(/^TRUST_ALLOW_PRIVATE: .*refused when NODE_ENV=production/)]);
+        expect(problemsOf({ ...env, TRUST_FETCH_ORIGINS: 'a.test=http://127.0.0.1:4321' }, role)).toEqual([expect.stringMatching(/^TRUST_FETCH_ORIGINS: .*refused when NODE_ENV=production/)]);
+      }
+      expect(problemsOf({ ...fullApi, TRUST_ALLOW_PRIVATE: 'yes', TRUST_FETCH_ORIGINS: 'a.test=http://127.0.0.1:4321' })).toHaveLength(2);
+      // unset: the default production, and a script without a role, refuse them as well
+      expect(() => loadConfig({ TRUST_ALLOW_PRIVATE: '1' })).toThrow(/TRUST_ALLOW_PRIVATE/);
+      // false is what production runs with; the tests set them with NODE_ENV=test
+      expect(loadConfig({ ...fullApi, TRUST_ALLOW_PRIVATE: 'false' }, { role: 'api' }).TRUST_ALLOW_PRIVATE).toBe(false);
+      expect(loadConfig({ NODE_ENV: 'test', TRUST_ALLOW_PRIVATE: 'true', TRUST_FETCH_ORIGINS: 'a.test=http://127.0.0.1:4321' }).TRUST_ALLOW_PRIVATE).toBe(true);
     });
   });
 });
