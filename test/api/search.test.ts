@@ -118,7 +118,10 @@ describe('GET /api/search (memory: directory + task book)', () => {
     expect((await search(`q=${encodeURIComponent(`${tok}%`)}`)).body.count).toBe(0);
     // name "oracle-<tok>" followed by its DID: the two fields do not join
     expect((await search(`q=${encodeURIComponent(`${tok}did:hedera`)}`)).body.count).toBe(0);
-    expect((await search(`q=${encodeURIComponent(`bot${'\u0000'}`)}`)).body.count).toBe(0);
+    // a NUL is not text: refused before any store sees it (issue 26 item 7), never a 500
+    const withNul = await search(`q=${encodeURIComponent(`bot${'\u0000'}`)}`);
+    expect(withNul.status).toBe(400);
+    expect(withNul.body.code).toBe('invalid_request');
   });
 
   it('trims the query and refuses an empty or over-long one with 400 invalid_request', async () => {
