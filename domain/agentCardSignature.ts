@@ -32,6 +32,7 @@ export interface AgentCardSignature {
 export const CARD_VERIFICATION_REASONS = {
   verified: 'a signature of the card verifies with the account key of the agent\'s DID',
   no_card: 'the entry names no agent card',
+  not_checked: 'the card has not been checked yet (the next probe checks it)',
   card_unreachable: 'the agent card could not be fetched (no answer, not 2xx, or over 64 KB)',
   card_invalid: 'the agent card is not a JSON object',
   did_mismatch: 'the agent card names another DID',
