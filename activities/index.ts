@@ -69,13 +69,16 @@ export function createActivities(deps: ActivityDeps) {
     // sponsored registry registrations: the directory record paid by the operator, only with a ledger deployment
     ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
     // the directory's liveness probe (issue 29 item 6): agents' cards and endpoints, cards verified again
-    ...createDirectoryProbeActivities({
-      sql,
-      bounds: { everyMs: config.DIRECTORY_PROBE_EVERY_S * 1000, batchMax: config.DIRECTORY_PROBE_BATCH, staleAfterMs: config.DIRECTORY_STALE_AFTER_S * 1000 },
-      fetch: agentFetchOptions(config),
-      ...(ledger ? { accountKey: mirrorCardKey(ledger) } : {}),
-      ...(deps.onDirectoryProbe ? { onProbe: deps.onDirectoryProbe } : {}),
-    }),
+    ...(ledger
+      ? createDirectoryProbeActivities({
+          sql,
+          network: ledger.deployment.network,
+          bounds: { everyMs: config.DIRECTORY_PROBE_EVERY_S * 1000, batchMax: config.DIRECTORY_PROBE_BATCH, staleAfterMs: config.DIRECTORY_STALE_AFTER_S * 1000 },
+          fetch: agentFetchOptions(config),
+          accountKey: mirrorCardKey(ledger),
+          ...(deps.onDirectoryProbe ? { onProbe: deps.onDirectoryProbe } : {}),
+        })
+      : {}),
     // one-time authorisations of money-moving workflow messages (issue 26 item 1)
     ...createStepAuthorisationActivities({ sql }),
     // chain indexer, only with an EVM chain configured

@@ -1,7 +1,7 @@
 /**
  * Activities of the directory's liveness probe (workflows/directoryProbe.ts; issue 29 items 5 and 6).
  *
- *   listProbeDue  the active entries not probed for `everyMs` (never probed first), at most `batch`;
+ *   listProbeDue  the active entries (of the worker's network) not probed for `everyMs` (never probed first), at most `batch`;
  *                 both held to the worker's configuration (the scheduled input carries no authority)
  *   probeAgent    the entry's agent card, when it names one, through the SSRF guard (net/agentCard.ts):
  *                 answering 2xx makes the entry online and the card is verified again against the
@@ -31,6 +31,8 @@ export interface DirectoryProbeBounds {
 
 export interface DirectoryProbeDeps {
   sql: Sql;
+  /** the ledger network whose entries this worker probes (its deployment's) */
+  network: string;
   bounds: DirectoryProbeBounds;
   /** how agents' URLs are fetched (config agentFetchOptions) */
   fetch: { allowPrivate: boolean; allowLoopback: boolean };
@@ -65,7 +67,7 @@ export function createDirectoryProbeActivities(deps: DirectoryProbeDeps) {
     async listProbeDue(input: { everyMs: number; batch: number }): Promise<ProbeTarget[]> {
       const everyMs = Math.max(input.everyMs, bounds.everyMs);
       const batch = Math.max(1, Math.min(input.batch, bounds.batchMax));
-      return (await listProbeDue(sql, everyMs, batch)).map((r) => ({
+      return (await listProbeDue(sql, deps.network, everyMs, batch)).map((r) => ({
         did: r.did,
         accountId: r.account_id,
         endpoint: r.endpoint,

@@ -21,7 +21,7 @@ export async function up(sql: Sql): Promise<void> {
       add column stale boolean not null default false,
       add column card_verified boolean not null default false,
       add column card_verification text;
-    create index agents_probe_due on agents (probed_at nulls first) where status = 'registered' and active;
+    create index agents_probe_due on agents (network, probed_at nulls first) where status = 'registered' and active;
   `);
 }
 

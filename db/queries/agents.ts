@@ -262,11 +262,11 @@ export interface ProbeDueRow {
   agent_card: string | null;
 }
 
-/** Active registered entries not probed for `everyMs`: never probed first, then the longest ago; at most `limit`. */
-export async function listProbeDue(sql: Sql, everyMs: number, limit: number): Promise<ProbeDueRow[]> {
+/** Active registered entries of `network` not probed for `everyMs`: never probed first, then the longest ago; at most `limit`. */
+export async function listProbeDue(sql: Sql, network: string, everyMs: number, limit: number): Promise<ProbeDueRow[]> {
   return sql<ProbeDueRow[]>`
     select did, account_id, endpoint, agent_card from agents
-     where status = 'registered' and active
+     where status = 'registered' and active and network = ${network}
        and (probed_at is null or probed_at <= now() - make_interval(secs => ${everyMs / 1000}))
      order by probed_at nulls first, directory_sequence
      limit ${limit}`;
