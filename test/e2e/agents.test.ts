@@ -13,7 +13,7 @@ import { createLedgerClient } from '../../ledger/client.js';
 import { freezeAccount } from '../../ledger/operations.js';
 import { parseDirectoryMessage } from '../../domain/directory.js';
 import { buildTestApp } from '../support/app.js';
-import { signedHeaders, type TestAgent } from '../support/signing.js';
+import { signAgentCardAs, signedHeaders, type TestAgent } from '../support/signing.js';
 import { eventually } from '../support/eventually.js';
 import { ADMIN_TOKEN, getJson, paidPost, recordFixture, signedPost, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
@@ -64,10 +64,15 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     await appB.listen({ port: 0, host: '127.0.0.1' });
     b = { app: appB, baseUrl: `http://127.0.0.1:${(appB.server.address() as AddressInfo).port}` };
 
-    // agent cards served locally: /card/<did> names that DID
+    // agent cards served locally: /card/<did> names that DID; /signed/<did> too, signed by that agent's account key (A2A v1.0 section 8.4)
     cards = http.createServer((req, res) => {
-      const did = decodeURIComponent(req.url!.replace(/^\/card\//, ''));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name: 'card', did, url: 'https://agent.example.com/a2a', version: '1.0' }));
+      const signed = req.url!.startsWith('/signed/');
+      const did = decodeURIComponent(req.url!.replace(/^\/(card|signed)\//, ''));
+      const card = { name: 'card', did, url: 'https://agent.example.com/a2a', version: '1.0' };
+      const signer = agents.find((a) => a.did === did);
+      void (signed && signer ? signAgentCardAs(signer, card) : Promise.resolve(card)).then((body) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
+      );
     });
     await new Promise<void>((r) => cards.listen(0, '127.0.0.1', r));
     cardBase = `http://127.0.0.1:${(cards.address() as AddressInfo).port}/card/`;
@@ -157,9 +162,12 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     // instance B (TRUST_ALLOW_PRIVATE): a card naming someone else is a conflict
     const otherCard = await register('b', agent, { ...body, agentCard: `${cardBase}${encodeURIComponent(agents[0].did)}` });
     expect([otherCard.status, otherCard.body.code]).toEqual([409, 'policy_refusal']);
-    const ok = await register('b', agent, { ...body, agentCard: `${cardBase}${encodeURIComponent(agent.did)}` });
+    // a card signed by the DID's account key (issue 29 item 5): the entry says verified, and online since the card answered
+    const signedCard = `${cardBase.replace(/\/card\/$/, '/signed/')}${encodeURIComponent(agent.did)}`;
+    const ok = await register('b', agent, { ...body, agentCard: signedCard });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect(ok.body).toMatchObject({ did: agent.did, tier: 'gold', capabilities: ['api_call', 'payment'], agentCard: `${cardBase}${encodeURIComponent(agent.did)}` });
+    expect(ok.body).toMatchObject({ did: agent.did, tier: 'gold', capabilities: ['api_call', 'payment'], agentCard: signedCard, cardVerified: true, cardVerification: 'verified', online: true, stale: false });
+    expect(typeof ok.body.lastSeenAt).toBe('number');
     // and instance A sees it
     const onA = await eventually(() => getJson(ps, `/agents/${encodeURIComponent(agent.did)}`), (x) => x.status === 200);
     expect(onA.body.name).toBe('Gold Payer');
@@ -323,10 +331,14 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
 
     const [{ n }] = await ps.sql<{ n: bigint }[]>`select count(*)::bigint as n from agents where status = 'registered'`;
     expect(Number(n)).toBe(4);
-    const afterA = await eventually(() => getJson(ps, '/agents'), (x) => JSON.stringify(x.body.agents) === JSON.stringify(before));
-    const afterB = await eventually(() => getB('/agents'), (x) => JSON.stringify(x.body.agents) === JSON.stringify(before));
-    expect(afterA.body.agents).toEqual(before);
-    expect(afterB.body.agents).toEqual(before);
+    // what probes found (liveness, card verification) is not on the topic: with the projection emptied it
+    // is known again after the next probe, and the card says so meanwhile
+    const fromTopic = (list: Record<string, unknown>[]) => list.map(({ online: _o, lastSeenAt: _l, stale: _s, cardVerified: _c, cardVerification: _v, ...rest }) => rest);
+    const afterA = await eventually(() => getJson(ps, '/agents'), (x) => JSON.stringify(fromTopic(x.body.agents)) === JSON.stringify(fromTopic(before)));
+    const afterB = await eventually(() => getB('/agents'), (x) => JSON.stringify(fromTopic(x.body.agents)) === JSON.stringify(fromTopic(before)));
+    expect(fromTopic(afterA.body.agents)).toEqual(fromTopic(before));
+    expect(fromTopic(afterB.body.agents)).toEqual(fromTopic(before));
+    expect(afterA.body.agents.find((a: { name: string }) => a.name === 'Gold Payer')).toMatchObject({ online: null, cardVerified: false, cardVerification: 'not_checked' });
     await recordFixture(ps, ps.workflowId('directory-rebuild'), 'directoryRebuild');
 
     // a registration recorded after the rebuild read the topic (a later sequence number) survives it
