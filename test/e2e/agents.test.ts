@@ -171,6 +171,11 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     // and instance A sees it
     const onA = await eventually(() => getJson(ps, `/agents/${encodeURIComponent(agent.did)}`), (x) => x.status === 200);
     expect(onA.body.name).toBe('Gold Payer');
+    // its DID document names the card and its verification, on both instances (from the directory in memory)
+    for (const get of [getB, (p: string) => getJson(ps, p)]) {
+      const doc = await eventually(() => get(`/did/${agent.did}`), (x) => x.status === 200 && JSON.stringify(x.body).includes('A2AAgentCard'));
+      expect(doc.body.service).toContainEqual({ id: `${agent.did}#agent-card`, type: 'A2AAgentCard', serviceEndpoint: signedCard, cardVerified: true, cardVerification: 'verified' });
+    }
   });
 
   it('409 agent_already_registered for a DID or a name (case-insensitive) already in the directory', async () => {
