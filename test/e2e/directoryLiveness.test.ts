@@ -16,7 +16,8 @@ import canonicalize from 'canonicalize';
 import { FlattenedSign } from 'jose';
 import type { Worker } from '@temporalio/worker';
 import { createSql, type Sql } from '../../db/client.js';
-import { agentEntryOf, findAgent, recordRegisteredAgent } from '../../db/queries/agents.js';
+import { agentEntryOf, findAgent, recordProbe, recordRegisteredAgent } from '../../db/queries/agents.js';
+import { deleteDirectoryProbe, ensureDirectoryProbe } from '../../worker/directoryProbe.js';
 import { createDirectoryProbeActivities } from '../../activities/web/directoryProbe.js';
 import { AgentDirectory } from '../../api/agents/directory.js';
 import type { CardKey } from '../../domain/agentCardSignature.js';
@@ -178,4 +179,28 @@ describe('directoryProbe: liveness and card verification of directory entries', 
     await expect.poll(onlineNames, { timeout: 10_000 }).toEqual([live.name, verified.name, forged.name].sort());
     expect(directory.query({ online: false, name: `probe-${process.pid}-`, limit: 50, offset: 0 }).agents.map((a) => a.name)).toEqual([stopping.name]);
   });
+
+  it('an entry not seen for DIRECTORY_STALE_AFTER_S is flagged stale when a probe records it offline', async () => {
+    // the probe's write with a stale bound shorter than the time since the agent was last seen
+    await recordProbe(sql, { did: stopping.did, online: false, staleAfterMs: 1 });
+    expect(await entryOf(stopping.did)).toMatchObject({ online: false, stale: true });
+    await expect.poll(() => directory.get(stopping.did)?.stale, { timeout: 10_000 }).toBe(true);
+  });
+
+  it('the worker\'s Schedule: ensured idempotently (a pass every min(DIRECTORY_PROBE_EVERY_S, 300 s)), and a pass it starts probes an entry never probed', async () => {
+    const fresh = agent(5);
+    await register(fresh, 5, `${origin}/live`);
+    const options = { taskQueue: t.taskQueue, everyMs: 3_600_000, batch: 100 };
+    const id = await ensureDirectoryProbe(t.client, options);
+    try {
+      expect(await ensureDirectoryProbe(t.client, options)).toBe(id); // a second worker finds it
+      const described = await t.client.schedule.getHandle(id).describe();
+      expect(described.spec.intervals?.map((i) => i.every)).toEqual([300_000]);
+      expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'directoryProbe', taskQueue: t.taskQueue, args: [{ everyMs: 3_600_000, batch: 100 }] });
+      await t.client.schedule.getHandle(id).trigger();
+      await expect.poll(async () => (await entryOf(fresh.did)).online, { timeout: 60_000, interval: 500 }).toBe(true);
+    } finally {
+      await deleteDirectoryProbe(t.client, t.taskQueue);
+    }
+  }, 90_000);
 });
