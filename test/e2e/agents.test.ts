@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { AccountId, NftId, TokenId, TransferTransaction } from '@hashgraph/sdk';
 import { createSql, type Sql } from '../../db/client.js';
+import { findAgent, recordProbe } from '../../db/queries/agents.js';
 import { createLedgerClient } from '../../ledger/client.js';
 import { freezeAccount } from '../../ledger/operations.js';
 import { parseDirectoryMessage } from '../../domain/directory.js';
@@ -351,8 +352,20 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
       insert into agents (did, network, account_id, token_id, serial, name, capabilities, endpoint, tier, registered_at, status, directory_sequence)
       values ('did:hedera:local:0.0.454545', 'local', '0.0.454545', '0.0.1', 99, 'Late Comer', '["api_call"]'::jsonb, 'https://l.example.com',
               'bronze', now(), 'registered', 1000000)`;
+    // what a probe found about a replayed entry (not on the topic) is kept by a rebuild that replaces its row
+    const gold = agents[1].did;
+    await recordProbe(ps.sql, { did: gold, online: true, staleAfterMs: 86_400_000, card: { cardVerified: true, cardVerification: 'verified' } });
+    const probed = (await findAgent(ps.sql, gold))!;
     const again = await json(await fetch(`${ps.baseUrl}/admin/rebuild-cache`, { method: 'POST', headers: admin }));
     expect(again.body).toMatchObject({ agents: 4, active: 4 }); // 4 replayed; active counts the whole directory (3 + the late one)
+    const rebuilt = (await findAgent(ps.sql, gold))!;
+    expect(rebuilt.directory_sequence).toBe(probed.directory_sequence);
+    expect({ online: rebuilt.online, lastSeenAt: rebuilt.last_seen_at, cardVerified: rebuilt.card_verified, cardVerification: rebuilt.card_verification }).toEqual({
+      online: true,
+      lastSeenAt: probed.last_seen_at,
+      cardVerified: true,
+      cardVerification: 'verified',
+    });
     const [{ late }] = await ps.sql<{ late: bigint }[]>`select count(*)::bigint as late from agents where did = 'did:hedera:local:0.0.454545'`;
     expect(Number(late)).toBe(1);
     await ps.sql`delete from agents where did = 'did:hedera:local:0.0.454545'`;
