@@ -22,6 +22,7 @@ import { createDomainOwnershipActivities } from './web/domainOwnership.js';
 import { createMarketVerifierActivities } from './web/marketVerifier.js';
 import { createRegistryActivities } from './ledger/registry.js';
 import { createStepAuthorisationActivities } from './db/stepAuthorisations.js';
+import { createWebhookDeliveryActivities } from './web/webhookDelivery.js';
 import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
 
 export interface ActivityDeps {
@@ -62,6 +63,14 @@ export function createActivities(deps: ActivityDeps) {
     ...createMarketVerifierActivities({ allowPrivate: config.TRUST_ALLOW_PRIVATE }),
     // domain ownership challenges handed out before issue 20 (their workflows): DNS TXT and well-known checks
     ...createDomainOwnershipActivities({ sql, dnsServers: trustDnsServers(config), allowPrivate: config.TRUST_ALLOW_PRIVATE, fetchOrigins: trustFetchOrigins(config), ownershipTtlMs: config.TRUST_OWNERSHIP_TTL_MS }),
+    // webhook deliveries (issue 28): signed POSTs through the SSRF guard, the secret opened from PostgreSQL
+    ...createWebhookDeliveryActivities({
+      sql,
+      codecKey: config.PAYLOAD_CODEC_KEY,
+      retryHours: config.WEBHOOK_RETRY_HOURS,
+      development: config.NODE_ENV === 'development',
+      allowPrivate: config.TRUST_ALLOW_PRIVATE,
+    }),
   };
 }
 

@@ -243,3 +243,31 @@ export function eventReaches(
   if (ev.audience.includes(sub.ownerDid)) return true;
   return BROADCAST_TYPES.includes(ev.type as EventType) && sub.capabilities.some((c) => ev.capabilities.includes(c));
 }
+
+/** Backoff of a failing subscription's attempts: 2 s, doubling, at most 15 min apart (about 300 attempts in 72 h). */
+export const WEBHOOK_RETRY_INITIAL_MS = 2_000;
+export const WEBHOOK_RETRY_MAXIMUM_MS = 15 * 60_000;
+/** An idle delivery workflow looks for events this often even without a signal (a lost NOTIFY is caught up). */
+export const WEBHOOK_IDLE_LOOK_MS = 5 * 60_000;
+
+/**
+ * What is wrong with a webhook URL, or null: http(s), no credentials, https only in production; a
+ * loopback or private host named literally is refused outside development (the SSRF guard refuses
+ * any non-public address at every delivery anyway; this answers the obvious cases at creation).
+ */
+export function webhookUrlProblem(raw: string, env: { production: boolean; development: boolean }): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'url must be an absolute http(s) URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must be http(s)';
+  if (env.production && url.protocol !== 'https:') return 'url must be https';
+  if (url.username || url.password) return 'url must not carry credentials';
+  if (url.hash) return 'url must not carry a fragment';
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const loopback = host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '::1';
+  if (loopback && env.production) return 'url must not name a loopback host (allowed in development only)';
+  return null;
+}

@@ -16,6 +16,7 @@ import { paymentReconcilerContract } from './paymentReconciler.js';
 import { sponsoredRegistrationContract } from './sponsoredRegistration.js';
 import { taskLifecycleContract } from './taskLifecycle.js';
 import { trustAttestContract } from './trustAttest.js';
+import { webhookDeliveryContract } from './webhookDelivery.js';
 
 export const workflowContracts = {
   a2aMessage: a2aMessageContract,
@@ -32,6 +33,7 @@ export const workflowContracts = {
   sponsoredRegistration: sponsoredRegistrationContract,
   taskLifecycle: taskLifecycleContract,
   trustAttest: trustAttestContract,
+  webhookDelivery: webhookDeliveryContract,
 } as const;
 
 /** Each key is its contract's type (a contract filed under another name is a compile error here). */
@@ -51,5 +53,6 @@ const keysAreTypes: { [K in keyof WorkflowContracts]: WorkflowContracts[K]['type
   sponsoredRegistration: true,
   taskLifecycle: true,
   trustAttest: true,
+  webhookDelivery: true,
 };
 void keysAreTypes;
