@@ -96,10 +96,9 @@ export async function startWebhookWaker(deps: WebhookWakerDeps): Promise<Webhook
     }
   }
 
-  // a subscription that appears or changes (and all of them after a full load) is looked at
-  subs.onChange((id, _before, after) => {
-    if (after) nudge(id);
-  });
+  // a subscription that appears, changes or goes (deleted: its run ends at its next look), and all
+  // of them after a full load, is looked at
+  subs.onChange((id) => nudge(id));
 
   const listener: ChangeListener = await listenChanges(
     deps.sql,
