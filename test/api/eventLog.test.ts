@@ -36,12 +36,13 @@ describe('event log', () => {
         await new Promise((r) => setTimeout(r, 2));
       }
     })();
-    // writers whose transactions do other work before and after (a projection row, a pause), in parallel
+    // writers in parallel, each pausing between its event and its commit
     const written = await Promise.all(
       Array.from({ length: WRITERS }, async (_, n) =>
         sql.begin(async (tx) => {
-          await tx`select pg_sleep(${(n % 5) / 200})`;
           const [id] = await appendEvents(tx, [event(did, n)]);
+          // more work after the event before the commit: without the events lock a later id could commit first
+          await tx`select pg_sleep(${((WRITERS - n) % 5) / 200})`;
           return id!;
         }),
       ),
