@@ -11,6 +11,7 @@ import { createSql, type Sql } from '../../db/client.js';
 import { appendEvents, listEventsFor } from '../../db/queries/events.js';
 import { createWebhook, findWebhook, listDeliveries } from '../../db/queries/webhooks.js';
 import { sealWebhookSecret } from '../../db/webhookSecrets.js';
+import { webhookBacklog } from '../../db/queries/businessMetrics.js';
 import { webhookSecretOf } from '../../domain/events.js';
 import { createWebhookDeliveryActivities } from '../../activities/web/webhookDelivery.js';
 import { recordSecret } from '../support/secrets.js';
@@ -68,6 +69,10 @@ describe('a round of webhook delivery', () => {
     const owner = `did:test:${randomUUID()}`;
     const { row } = await subscribe(owner);
     const [id] = await message(owner);
+    // the worker's backlog gauge counts it (issue 28 metrics)
+    const backlog = await webhookBacklog(sql);
+    expect(backlog.events).toBeGreaterThanOrEqual(1);
+    expect(backlog.oldestSeconds).toBeGreaterThanOrEqual(0);
     answer = 500;
     const short = activities(0.5 / 3600); // half a second
     await expect(new MockActivityEnvironment().run(short.deliverWebhookEvents, { subscriptionId: row.id })).rejects.toThrow(/answered 500/);
