@@ -27,6 +27,7 @@ import { agentFetchOptions, trustDnsServers, trustFetchOrigins } from '../config
 import { publicKeyFromMirror, keyTypeOf } from '@agent-passport/core/keys';
 import type { CardKey } from '../domain/agentCardSignature.js';
 import type { ProbeOutcome } from '../workflows/contracts/directoryProbe.js';
+import { createWebhookDeliveryActivities } from './web/webhookDelivery.js';
 
 export interface ActivityDeps {
   config: Config;
@@ -87,6 +88,14 @@ export function createActivities(deps: ActivityDeps) {
     ...createMarketVerifierActivities({ allowPrivate: config.TRUST_ALLOW_PRIVATE }),
     // domain ownership challenges handed out before issue 20 (their workflows): DNS TXT and well-known checks
     ...createDomainOwnershipActivities({ sql, dnsServers: trustDnsServers(config), allowPrivate: config.TRUST_ALLOW_PRIVATE, fetchOrigins: trustFetchOrigins(config), ownershipTtlMs: config.TRUST_OWNERSHIP_TTL_MS }),
+    // webhook deliveries (issue 28): signed POSTs through the SSRF guard, the secret opened from PostgreSQL
+    ...createWebhookDeliveryActivities({
+      sql,
+      codecKey: config.PAYLOAD_CODEC_KEY,
+      retryHours: config.WEBHOOK_RETRY_HOURS,
+      development: config.NODE_ENV === 'development',
+      allowPrivate: config.TRUST_ALLOW_PRIVATE,
+    }),
   };
 }
 

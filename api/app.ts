@@ -55,6 +55,10 @@ import { installTrustSnapshots } from './trust/snapshots.js';
 import metricsPlugin from './plugins/metrics.js';
 import tracingPlugin from './plugins/tracing.js';
 import { tracingEnabled } from '../telemetry/spans.js';
+import eventWaiters from './events/waiters.js';
+import agentEventsRoutes from './routes/agentEvents.js';
+import webhookSubscriptions from './webhooks/subscriptions.js';
+import webhookRoutes from './routes/webhooks.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -220,6 +224,12 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     await app.register(feedRoutes, { ctx });
     // on-chain attestation of trust snapshots by passport holders (issue 11)
     await app.register(trustAttestRoutes, { ctx });
+    // events out (issue 28): pull with long-poll (app.events)
+    await app.register(eventWaiters, { sql });
+    await app.register(agentEventsRoutes);
+    // events out (issue 28): webhook subscriptions (app.webhooks), delivered by the webhookDelivery workflows
+    await app.register(webhookSubscriptions, { ctx, sql });
+    await app.register(webhookRoutes);
   }
   // domain ownership challenges (issue 11; verify-ownership is DID-signed since issue 20): PostgreSQL and the ledger's keys
   if (sql && ledger) await app.register(trustOwnershipRoutes, { ctx });

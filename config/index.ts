@@ -135,6 +135,11 @@ export const configSchema = z.object({
   // ...and not sooner than this many seconds after the last run.
   MARKET_VERIFY_RETRY_S: z.coerce.number().int().min(1).default(300),
 
+  /** webhook subscriptions one DID may hold (issue 28; POST /webhooks answers 409 webhook_limit_reached beyond) */
+  WEBHOOKS_PER_DID: z.coerce.number().int().min(1).max(100).default(5),
+  /** hours a subscription's deliveries are retried (backoff) before it is disabled with its reason (issue 28) */
+  WEBHOOK_RETRY_HOURS: z.coerce.number().positive().max(24 * 30).default(72),
+
   /** bytes of messages per sender DID per UTC day the operator pays for on the deprecated POST /a2a/send (0: none; the sender-paid routes have no budget; at most 2^31-1, a quota_counters count) */
   A2A_OPERATOR_DAILY_BYTES: z.coerce.number().int().min(0).max(2_147_483_647).default(65_536),
 

@@ -35,6 +35,10 @@ export const CHANNELS = {
   audit: 'audit_changed',
   /** payload the registry key id (uuid): key registered, revoked or its directory record written (trigger of migration 0012) */
   registryKey: 'registry_key_changed',
+  /** payload JSON { i: last event id, a: audience DIDs, c: broadcast capabilities } or { i, all: true } when longer (db/queries/events.ts) */
+  events: 'events_appended',
+  /** payload the webhook subscription id: created, deleted or disabled (db/queries/webhooks.ts) */
+  webhook: 'webhook_changed',
 } as const;
 
 export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];

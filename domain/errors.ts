@@ -65,10 +65,14 @@ const MARKET_STEPS = ['/market/tasks', '/market/tasks/signed', step('claim'), st
 const MARKET_PASSPORT = ['/market/tasks', '/market/tasks/signed', step('claim'), step('claim-with-key'), step('prepare-payment')];
 /** Registry keys (issue 12 part 1); a Bearer registry key or access token is checked on every route (keyed rate limit). */
 const REGISTRY_REGISTER = '/api/v1/agents/register';
+/** Events out (issue 28): the pull of a DID's own events, and the signed-in DID's webhooks. */
+const EVENTS_PULL = '/agents/:did/events';
+const WEBHOOK = '/webhooks/:id';
+const WEBHOOKS = ['/webhooks', WEBHOOK, `${WEBHOOK}/deliveries`];
 /** Routes guarded by DID signature authentication whose request names the signing DID (the registry: when it names an owner and signs). */
-const SIGNED_NAMED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST, TRUST_VERIFY, AGENTS_REGISTER, ...MARKET_SIGNED, REGISTRY_REGISTER];
+const SIGNED_NAMED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST, TRUST_VERIFY, AGENTS_REGISTER, ...MARKET_SIGNED, REGISTRY_REGISTER, EVENTS_PULL];
 /** Routes guarded by DID signature authentication (/market/sign: any signed-in DID; a task read: signed by a party, optional since issue 26 item 3). */
-const SIGNED = [...SIGNED_NAMED, '/market/sign', '/market/tasks/:taskId'];
+const SIGNED = [...SIGNED_NAMED, '/market/sign', '/market/tasks/:taskId', ...WEBHOOKS];
 /** Routes that run a workflow and wait for it. */
 const WORKFLOW = [REQUEST, UPGRADE, REVOKE, ...A2A_SEND, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_STEPS];
 const NONE: string[] = [];
@@ -81,7 +85,7 @@ export const SPEC_ERRORS = [
   { code: 'insufficient_subject', http_status: 422, agent_impact: 'The subject cannot be evaluated as given.', hint_template: 'Provide a subject that can be evaluated: {detail}', affected_routes: NONE, recovery_action: 'change_request', charge: 'never' },
   { code: 'execution_failed', http_status: 502, agent_impact: 'A platform or upstream step failed; any settled amount is refunded automatically.', hint_template: 'Retry the request; the refund of {amount} is automatic', affected_routes: WORKFLOW, recovery_action: 'retry_immediately', charge: 'never' },
   { code: 'data_unavailable', http_status: 503, agent_impact: 'The live-data feed cannot serve now; refused before settlement.', hint_template: 'Retry shortly; free-tier answers may carry data_status stale since {stale_since}', affected_routes: NONE, recovery_action: 'retry_immediately', charge: 'never' },
-  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE, ...A2A_SEND, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_PASSPORT], recovery_action: 'choose_alternative' },
+  { code: 'passport_not_found', http_status: 404, agent_impact: 'The passport is missing or revoked.', hint_template: 'Check tokenId {tokenId} and serial {serial}, or request a new passport', affected_routes: [PASSPORT, UPGRADE, '/did/:did', REVOKE, ...A2A_SEND, TRUST_ATTEST, AGENTS_REGISTER, ...MARKET_PASSPORT, '/webhooks'], recovery_action: 'choose_alternative' },
   { code: 'passport_not_owned', http_status: 403, agent_impact: 'The wallet does not own this passport.', hint_template: 'Sign with the account that owns {tokenId}/{serial}', affected_routes: [UPGRADE, AGENTS_REGISTER], recovery_action: 'not_authorized' },
   { code: 'passport_payment_required', http_status: 402, agent_impact: 'An x402 payment is needed before the passport is issued.', hint_template: 'Pay {amount} to {payTo} through {facilitator} and retry with PAYMENT-SIGNATURE', affected_routes: [REQUEST, UPGRADE], recovery_action: 'wait_and_retry' },
   { code: 'passport_payment_failed', http_status: 400, agent_impact: 'The payment failed or was rejected by the facilitator.', hint_template: 'Build a fresh payment for the stated requirements: {reason}', affected_routes: [REQUEST, UPGRADE], recovery_action: 'retry_immediately' },
@@ -136,6 +140,8 @@ export const SERVICE_ERRORS = [
   { code: 'market_unfunded_limit', http_status: 429, agent_impact: 'The poster has as many open unfunded tasks as allowed (MARKET_UNFUNDED_TASKS_MAX); nothing was posted.', hint_template: 'Fund (POST /market/tasks/signed funds at posting), complete or cancel one of your {open} unfunded tasks, or wait until {resetAt}', affected_routes: ['/market/tasks', '/market/tasks/signed'], recovery_action: 'wait_and_retry', charge: 'never' },
   { code: 'market_post_quota_exceeded', http_status: 429, agent_impact: 'The poster posted as many tasks in the last 24 h as allowed (MARKET_POSTS_PER_DAY); nothing was posted.', hint_template: 'Retry after {resetAt}', affected_routes: ['/market/tasks', '/market/tasks/signed'], recovery_action: 'wait_and_retry', charge: 'never' },
   { code: 'market_escrow_underfunded', http_status: 409, agent_impact: "The task's escrow holds less than its raised price (the top-up was never funded); nothing was paid.", hint_template: 'Fund the top-up: complete again with posterPrivateKey, which signs top-up schedule {scheduleId}; or cancel to get the escrow back', affected_routes: [step('complete'), step('complete-with-key')], recovery_action: 'change_request' },
+  { code: 'webhook_not_found', http_status: 404, agent_impact: 'The signed-in DID has no webhook with this id (never created, deleted, or another DID\'s).', hint_template: 'GET /webhooks lists your webhooks', affected_routes: [WEBHOOK, `${WEBHOOK}/deliveries`], recovery_action: 'change_request' },
+  { code: 'webhook_limit_reached', http_status: 409, agent_impact: 'The DID holds as many webhooks as allowed (WEBHOOKS_PER_DID, disabled ones included); nothing was created.', hint_template: 'Delete one with DELETE /webhooks/{id} (GET /webhooks lists them)', affected_routes: ['/webhooks'], recovery_action: 'change_request' },
   { code: 'request_pending', http_status: 202, agent_impact: 'The work was accepted and is still running.', hint_template: 'Poll {statusUrl}', affected_routes: [...WORKFLOW, AGENTS_REBUILD], recovery_action: 'wait_and_retry' },
 ] as const satisfies readonly ErrorCatalogEntry[];
 

@@ -43,8 +43,8 @@ export interface SafeFetchOptions {
   addressAllowed?: (address: string) => boolean;
   /** Accept header (default application/json) */
   accept?: string;
-  /** POST this body (with `contentType`, default application/json) instead of a GET; a 303 redirect turns it into a GET */
-  post?: { body: string | Buffer; contentType?: string };
+  /** POST this body (with `contentType`, default application/json, and extra `headers`, e.g. webhook signatures) instead of a GET; a 303 redirect turns it into a GET */
+  post?: { body: string | Buffer; contentType?: string; headers?: Record<string, string> };
   /** resolver, for tests (default dns.lookup with all addresses) */
   lookup?: (host: string) => Promise<{ address: string; family: number }[]>;
 }
@@ -94,7 +94,7 @@ export function isPublicAddress(address: string): boolean {
 
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
-/** 127.0.0.0/8 and ::1 (not IPv4-mapped forms). */
+/** Loopback (127.0.0.0/8, ::1): what development lets webhooks reach besides public addresses (an agent on the same machine). */
 export function isLoopbackAddress(address: string): boolean {
   return ipaddr.isValid(address) && ipaddr.parse(address).range() === 'loopback';
 }
@@ -138,7 +138,7 @@ async function checkTarget(raw: string | URL, opts: { allowed: (address: string)
   return { url, host, address: first.address, family: first.family === 6 ? 6 : 4 };
 }
 
-function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: number; signal: AbortSignal; post?: { body: string | Buffer; contentType?: string } }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: number; signal: AbortSignal; post?: { body: string | Buffer; contentType?: string; headers?: Record<string, string> } }): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const mod = target.url.protocol === 'https:' ? https : http;
     // The socket connects to the address that was checked, never to a fresh DNS answer.
@@ -154,7 +154,7 @@ function requestOnce(target: CheckedTarget, opts: { accept: string; maxBytes: nu
           accept: opts.accept,
           'user-agent': 'agent-passport/1 (+safe-fetch)',
           'accept-encoding': 'identity',
-          ...(opts.post ? { 'content-type': opts.post.contentType ?? 'application/json', 'content-length': String(Buffer.byteLength(opts.post.body)) } : {}),
+          ...(opts.post ? { ...opts.post.headers, 'content-type': opts.post.contentType ?? 'application/json', 'content-length': String(Buffer.byteLength(opts.post.body)) } : {}),
         },
         lookup: lookup as never,
         signal: opts.signal,

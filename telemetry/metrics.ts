@@ -181,8 +181,16 @@ export function countDirectoryProbe(outcome: string): void {
   directoryProbes.labels(PROBE_OUTCOMES.has(outcome) ? outcome : 'other').inc();
 }
 
-// Webhook backlog (issue 28): the worker that delivers events will export
-//   agent_passport_webhook_backlog_events{}                         events not yet delivered, all subscriptions
-//   agent_passport_webhook_oldest_undelivered_age_seconds{}         age of the oldest of them
-// here, beside the gauges above; the alert WebhookBacklogTooOld in deploy/prometheus/alerts.rules.yml is
-// already written against these names and stays silent until they exist.
+// Webhook backlog (issue 28): events recorded but not yet delivered to the active subscriptions that
+// receive them (the alert WebhookBacklogTooOld in deploy/prometheus/alerts.rules.yml watches the age).
+export const webhookBacklog = new Gauge({
+  name: `${PREFIX}webhook_backlog_events`,
+  help: 'Events not yet delivered, summed over the active webhook subscriptions (at most 10000 counted per subscription)',
+  registers: [registry],
+});
+
+export const webhookOldestUndeliveredAge = new Gauge({
+  name: `${PREFIX}webhook_oldest_undelivered_age_seconds`,
+  help: 'Age of the oldest event not yet delivered to an active webhook subscription that receives it (0 when none waits)',
+  registers: [registry],
+});

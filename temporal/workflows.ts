@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client, ScheduleOptionsStartWorkflowAction, WorkflowHandle, WorkflowHandleWithStartDetails, WorkflowOptions, WorkflowStartOptions } from '@temporalio/client';
-import type { UpdateDefinition } from '@temporalio/common';
+import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import type { Bound, MessageBinding } from '../workflows/contracts/binding.js';
 import type { InputOf, WorkflowContract, WorkflowOf } from '../workflows/contracts/contract.js';
 
@@ -42,6 +42,22 @@ export function startWorkflow<C extends WorkflowContract>(
   const args = [bound(input as object, options.workflowId, contract.type)];
   // the contract's input is the workflow's one argument (the generic tuple is beyond the compiler here)
   return client.workflow.start<WorkflowOf<C>>(contract.type, { ...options, args } as unknown as WorkflowStartOptions<WorkflowOf<C>>);
+}
+
+/**
+ * Signals the contract's workflow, starting it first with its input (bound like startWorkflow's)
+ * when no run of the id is open: how a workflow that must exist for as long as its row does is
+ * kept alive and nudged at once (worker/webhookWaker.ts).
+ */
+export function signalWithStartWorkflow<C extends WorkflowContract>(
+  client: Client,
+  contract: C,
+  input: InputOf<C>,
+  signal: SignalDefinition<[]>,
+  options: ContractStartOptions,
+): Promise<WorkflowHandle<WorkflowOf<C>>> {
+  const args = [bound(input as object, options.workflowId, contract.type)];
+  return client.workflow.signalWithStart<WorkflowOf<C>, []>(contract.type, { ...options, args, signal, signalArgs: [] } as never);
 }
 
 /**

@@ -19,7 +19,7 @@ import { suppressTracing } from '@opentelemetry/core';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import type { LedgerServices } from '../ledger/services.js';
-import { escrowHeldTinybars, refundCounts, unfinishedPaymentAges } from '../db/queries/businessMetrics.js';
+import { escrowHeldTinybars, refundCounts, unfinishedPaymentAges, webhookBacklog } from '../db/queries/businessMetrics.js';
 import { escrowReconcilerScheduleId } from '../workflows/contracts/escrowReconciler.js';
 import { paymentReconcilerScheduleId } from '../workflows/contracts/paymentReconciler.js';
 import {
@@ -34,6 +34,8 @@ import {
   refunds,
   scheduleInterval,
   scheduleLastAction,
+  webhookBacklog as webhookBacklogGauge,
+  webhookOldestUndeliveredAge,
 } from '../telemetry/metrics.js';
 
 /** The schedules watched for "the reconciler is not running": their metric name, id and interval. */
@@ -79,6 +81,11 @@ export async function refreshBusinessMetrics(deps: BusinessMetricsDeps & { tempo
       escrowBalance.set(Number(balance));
       escrowHeld.set(Number(held));
       escrowDrift.set(Number(balance - held));
+    },
+    async webhooks() {
+      const backlog = await webhookBacklog(sql);
+      webhookBacklogGauge.set(backlog.events);
+      webhookOldestUndeliveredAge.set(backlog.oldestSeconds);
     },
     async schedules() {
       for (const s of watchedSchedules(config)) {

@@ -14,6 +14,9 @@ import { searchAttributeProblems, searchAttributeRefusal } from '../temporal/sea
 import { startProcessTelemetry } from '../telemetry/process.js';
 import { installTemporalRuntime } from './telemetry.js';
 import { startBusinessMetrics } from './businessMetrics.js';
+import { startWebhookWaker } from './webhookWaker.js';
+import { createTemporalClient } from '../temporal/client.js';
+import type { Client } from '@temporalio/client';
 
 /** the longest a SIGTERMed worker takes to exit (its shutdownForceTime is 10 s) */
 const SHUTDOWN_EXIT_MS = 15_000;
@@ -73,11 +76,25 @@ async function main() {
   if (ledger) startPaymentReconcilerOnce(config); // the payment reconciler's schedule (issue 23), idempotent
   if (ledger) startEscrowReconcilerOnce(config); // the escrow reconciler's schedule (issue 26 item 4), idempotent
   if (ledger) startDirectoryProbeOnce(config); // the directory's liveness probe (issue 29 item 6), idempotent
+  // webhook deliveries (issue 28): every active subscription's workflow kept running and nudged on NOTIFY
+  let temporalClient: Promise<Client> | null = null;
+  const webhookWaker = await startWebhookWaker({
+    sql,
+    client: () =>
+      (temporalClient ??= createTemporalClient(config).catch((err: unknown) => {
+        temporalClient = null;
+        throw err;
+      })),
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    ...(config.WORKFLOW_ID_SCOPE ? { workflowIdScope: config.WORKFLOW_ID_SCOPE } : {}),
+    log: (msg, err) => console.warn(`worker: ${msg}${err ? `: ${err instanceof Error ? err.message : String(err)}` : ''}`),
+  });
   // escrow drift, payments awaiting reconciliation, refunds, the reconciler's last run (only with METRICS_PORT)
   const business = telemetry.metrics ? startBusinessMetrics({ config, sql, ledger }) : undefined;
   console.log(telemetry.describe());
   console.log(`worker polling task queue ${config.TEMPORAL_TASK_QUEUE} on ${config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`);
   await worker.run();
+  await webhookWaker.close();
   await business?.stop();
   await telemetry.shutdown(); // the last spans are flushed
   await connection.close();

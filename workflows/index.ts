@@ -18,3 +18,4 @@ export * from './sponsoredRegistration.js';
 export * from './paymentReconciler.js';
 export * from './escrowReconciler.js';
 export * from './directoryProbe.js';
+export * from './webhookDelivery.js';

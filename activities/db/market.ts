@@ -8,8 +8,9 @@ import type { TaskRecord } from '../../domain/market.js';
 import { upsertTask } from '../../db/queries/marketTasks.js';
 
 export function createMarketDbActivities(deps: { sql: Sql }) {
-  async function projectTask(input: { task: TaskRecord; seq: number }): Promise<{ written: boolean }> {
-    return { written: await upsertTask(deps.sql, input.task, input.seq) };
+  /** `step`: the step's topic message type and reason, which names the event the parties are told (issue 28) */
+  async function projectTask(input: { task: TaskRecord; seq: number; step?: { type: string; reason?: string } | null }): Promise<{ written: boolean }> {
+    return { written: await upsertTask(deps.sql, input.task, input.seq, input.step ?? null) };
   }
   return { projectTask };
 }

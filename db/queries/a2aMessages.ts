@@ -1,5 +1,6 @@
 /** The a2a_messages projection (db/migrations/0008_a2a.ts). */
 import type { Sql } from 'postgres';
+import { appendEvents } from './events.js';
 
 export interface A2aMessageRow {
   id: string;
@@ -36,6 +37,23 @@ export interface NewA2aMessage {
 
 /** Inserts a message once (a retried activity finds the row already there and returns it). */
 export async function recordA2aMessage(sql: Sql, m: NewA2aMessage): Promise<A2aMessageRow> {
+  return sql.begin(async (tx) => {
+    const row = await insertMessage(tx as unknown as Sql, m);
+    // the recipient's event (ids only: the body is read from the inbox), last in the transaction
+    await appendEvents(tx, [
+      {
+        type: 'a2a.message_received',
+        subject: m.id,
+        audience: [m.toDid],
+        data: { messageId: m.id, fromDid: m.fromDid, toDid: m.toDid, contentType: m.contentType, topicId: m.topicId, sequenceNumber: m.sequenceNumber, transactionId: m.transactionId },
+        key: `a2a:${m.id}`,
+      },
+    ]);
+    return row;
+  }) as Promise<A2aMessageRow>;
+}
+
+async function insertMessage(sql: Sql, m: NewA2aMessage): Promise<A2aMessageRow> {
   const [row] = await sql<A2aMessageRow[]>`
     insert into a2a_messages (id, network, topic_id, sequence_number, last_sequence_number, consensus_timestamp, transaction_id,
                               from_did, to_did, content_type, body, payer_account_id, chunks)

@@ -6,6 +6,7 @@
  */
 import type { Sql, TransactionSql } from 'postgres';
 import { CHANNELS, notifyChange } from '../notify.js';
+import { appendEvents } from './events.js';
 import type { AgentEntry, AgentRegisteredMessage } from '../../domain/directory.js';
 import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
@@ -177,6 +178,16 @@ export async function recordRegisteredAgent(sql: Sql, a: RegisteredAgent): Promi
         directory_sequence = excluded.directory_sequence, directory_transaction_id = excluded.directory_transaction_id,
         audit_transaction_id = excluded.audit_transaction_id, workflow_id = excluded.workflow_id, updated_at = now()`;
     await notifyChange(tx, CHANNELS.agent, m.did);
+    // the agent's own event, once per directory message (a retry adds nothing), last in the transaction
+    await appendEvents(tx, [
+      {
+        type: 'agent.registered',
+        subject: m.did,
+        audience: [m.did],
+        data: { did: m.did, name: m.name, capabilities: m.capabilities, endpoint: m.endpoint, tier: m.tier, directorySequence: a.directorySequence, directoryTransactionId: a.directoryTransactionId },
+        key: `agent.registered:${m.did}:${a.directorySequence}`,
+      },
+    ]);
   });
 }
 

@@ -43,3 +43,23 @@ export async function escrowHeldTinybars(sql: Sql): Promise<bigint> {
     select coalesce(sum((record->>'escrowedTinybars')::numeric), 0)::text as held from tasks where escrow_status = 'funded'`;
   return BigInt(row?.held ?? '0');
 }
+
+/**
+ * Webhook backlog (issue 28): events after each active subscription's cursor that reach it (its
+ * types; its owner's, or new work its capability filter matches), at most 10000 counted per
+ * subscription, and the age in seconds of the oldest of them.
+ */
+export async function webhookBacklog(sql: Sql): Promise<{ events: number; oldestSeconds: number }> {
+  const [row] = await sql<{ events: string; oldest: number | null }[]>`
+    select coalesce(sum(b.n), 0)::text as events, extract(epoch from now() - min(b.oldest))::float8 as oldest
+      from webhook_subscriptions w
+      cross join lateral (
+        select count(*) as n, min(x.occurred_at) as oldest
+          from (select e.occurred_at from events e
+                 where (w.cursor is null or e.id > w.cursor) and e.type = any(w.events)
+                   and (e.audience @> array[w.owner_did]
+                        or (cardinality(w.capabilities) > 0 and e.type in ('task.posted', 'task.released') and e.capabilities && w.capabilities))
+                 order by e.id limit 10000) x) b
+     where w.status = 'active'`;
+  return { events: Number(row?.events ?? 0), oldestSeconds: Math.max(0, row?.oldest ?? 0) };
+}

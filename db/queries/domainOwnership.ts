@@ -8,6 +8,7 @@
  * DOMAIN_OWNERSHIP_CHANNEL with the domain (trigger in 0011).
  */
 import type { Sql } from 'postgres';
+import { appendEvents } from './events.js';
 import { ownershipTokenDigest, type OwnershipMethod } from '../../domain/domainName.js';
 
 export type { OwnershipMethod };
@@ -186,8 +187,35 @@ export async function recordChallengeCheck(
   outcome: { proven: { method: OwnershipMethod; proof: string } | null; result: string },
   ownershipTtlMs: number,
 ): Promise<DomainChallengeRow | null> {
+  const rows = await sql.begin(async (tx) => {
+    const changed = await checkChallenge(tx as unknown as Sql, token, outcome, ownershipTtlMs);
+    const row = changed[0];
+    // the proving DID's event, last in the transaction
+    if (row && row.status === 'verified' && row.verified_by) {
+      await appendEvents(tx, [
+        {
+          type: 'trust.ownership_verified',
+          subject: row.domain,
+          audience: [row.verified_by],
+          data: { domain: row.domain, did: row.verified_by, method: row.method, ownershipExpiresAt: row.ownership_expires_at?.toISOString() ?? null },
+          key: `trust.ownership_verified:${row.token}`,
+        },
+      ]);
+    }
+    return changed;
+  });
+  if (rows[0]) return rows[0];
+  return (await sql<DomainChallengeRow[]>`select * from domain_challenges where token = ${token}`)[0] ?? null;
+}
+
+function checkChallenge(
+  sql: Sql,
+  token: string,
+  outcome: { proven: { method: OwnershipMethod; proof: string } | null; result: string },
+  ownershipTtlMs: number,
+) {
   const p = outcome.proven;
-  const rows = await sql<DomainChallengeRow[]>`
+  return sql<DomainChallengeRow[]>`
     update domain_challenges set
       checks = checks + 1,
       last_checked_at = now(),
@@ -200,8 +228,6 @@ export async function recordChallengeCheck(
       ownership_expires_at = case when ${p !== null} then now() + ${`${ownershipTtlMs} milliseconds`}::interval else ownership_expires_at end
     where token = ${token} and status = 'pending'
     returning *`;
-  if (rows[0]) return rows[0];
-  return (await sql<DomainChallengeRow[]>`select * from domain_challenges where token = ${token}`)[0] ?? null;
 }
 
 /** Marks a pending challenge expired (the workflow's end without proof); returns the row afterwards. */

@@ -8,6 +8,8 @@ import type { TaskRecord, TaskStatus } from '../../domain/market.js';
 import { recordDelta } from '../../domain/marketRecord.js';
 import { CHANNELS, notifyChange } from '../notify.js';
 import { applyRecordDelta } from './marketRecords.js';
+import { taskEvent, type TaskStepHint } from '../../domain/events.js';
+import { appendEvents } from './events.js';
 
 export interface TaskRow {
   task_id: string;
@@ -26,10 +28,11 @@ export interface TaskRow {
 }
 
 /**
- * Writes the task as of step `seq` (insert or update when newer) and notifies, in one transaction.
- * Returns false when the row already holds that step or a later one (nothing written).
+ * Writes the task as of step `seq` (insert or update when newer) and notifies, in one transaction,
+ * with the step's event for the parties (domain/events.ts taskEvent; `hint` is the workflow's own
+ * name for the step). Returns false when the row already holds that step or a later one (nothing written).
  */
-export async function upsertTask(sql: Sql, task: TaskRecord, seq: number): Promise<boolean> {
+export async function upsertTask(sql: Sql, task: TaskRecord, seq: number, hint?: TaskStepHint | null): Promise<boolean> {
   return sql.begin(async (tx) => {
     // the row as it was (locked): the change of the parties' marketplace records is after - before
     const [prior] = await tx<{ seq: number; record: TaskRecord }[]>`select seq, record from tasks where task_id = ${task.taskId} for update`;
@@ -49,6 +52,8 @@ export async function upsertTask(sql: Sql, task: TaskRecord, seq: number): Promi
     if (rows.length === 0) return false;
     await notifyChange(tx, CHANNELS.task, task.taskId);
     await applyRecordDelta(tx, recordDelta(prior?.record ?? null, task));
+    const event = taskEvent(prior?.record ?? null, task, seq, hint);
+    if (event) await appendEvents(tx, [event]); // last: it takes the events lock until commit
     return true;
   });
 }

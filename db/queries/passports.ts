@@ -6,6 +6,7 @@
 import type { Sql, TransactionSql } from 'postgres';
 import { CHANNELS, notifyChange } from '../notify.js';
 import { insertPayment, type NewPayment } from './payments.js';
+import { appendEvents } from './events.js';
 
 /** The cache key and NOTIFY payload of a passport (CHANNELS.passport): `${tokenId}/${serial}`. */
 export function passportKey(tokenId: string, serial: number | bigint): string {
@@ -157,7 +158,19 @@ export async function recordIssuedPassport(sql: Sql, p: NewPassport): Promise<Pa
     await tx`
       update passport_issuances set status = 'issued', token_id = ${p.tokenId}, serial = ${p.serial}, updated_at = now()
        where payment_transaction_id = ${p.paymentTransactionId} and status = 'pending'`;
-    if (inserted[0]) return inserted[0];
+    if (inserted[0]) {
+      // the owner's event, last in the transaction (it holds the events lock until commit)
+      await appendEvents(tx, [
+        {
+          type: 'passport.issued',
+          subject: passportKey(p.tokenId, p.serial),
+          audience: [p.did],
+          data: { tokenId: p.tokenId, serial: Number(p.serial), did: p.did, accountId: p.accountId, tier: p.tier, capabilities: p.capabilities, paymentTransactionId: p.paymentTransactionId },
+          key: `passport.issued:${passportKey(p.tokenId, p.serial)}`,
+        },
+      ]);
+      return inserted[0];
+    }
     const rows = await tx<PassportRow[]>`select * from passports where token_id = ${p.tokenId} and serial = ${p.serial}`;
     return rows[0]!;
   }) as Promise<PassportRow>;
@@ -166,11 +179,17 @@ export async function recordIssuedPassport(sql: Sql, p: NewPassport): Promise<Pa
 /** Marks a passport revoked; false when it was already revoked or does not exist. */
 export async function markPassportRevoked(sql: Sql, tokenId: string, serial: number, reason: string | null, revokedAtMs: number): Promise<boolean> {
   return sql.begin(async (tx) => {
-    const rows = await tx`
+    const rows = await tx<{ did: string }[]>`
       update passports set revoked_at = ${new Date(revokedAtMs)}, revoke_reason = ${reason}, updated_at = now()
        where token_id = ${tokenId} and serial = ${serial} and revoked_at is null
-      returning id`;
-    if (rows.length === 1) await notifyChange(tx, CHANNELS.passport, passportKey(tokenId, serial));
+      returning did`;
+    if (rows.length === 1) {
+      await notifyChange(tx, CHANNELS.passport, passportKey(tokenId, serial));
+      const key = passportKey(tokenId, serial);
+      await appendEvents(tx, [
+        { type: 'passport.revoked', subject: key, audience: [rows[0]!.did], data: { tokenId, serial: Number(serial), did: rows[0]!.did, reason }, key: `passport.revoked:${key}` },
+      ]);
+    }
     return rows.length === 1;
   }) as Promise<boolean>;
 }
@@ -387,10 +406,22 @@ export async function recordUpgradedPassport(
       update passport_upgrades set status = 'upgraded', updated_at = now()
        where payment_transaction_id = ${u.paymentTransactionId} and status = 'pending' returning 1`;
     if (done.length === 1) {
-      await tx`
+      const owners = await tx<{ did: string }[]>`
         update passports set tier = ${u.newTier}, capabilities = ${tx.json(u.capabilities)}, updated_at = now()
-         where token_id = ${u.tokenId} and serial = ${u.serial}`;
+         where token_id = ${u.tokenId} and serial = ${u.serial} returning did`;
       await notifyChange(tx, CHANNELS.passport, passportKey(u.tokenId, u.serial));
+      const key = passportKey(u.tokenId, u.serial);
+      if (owners[0]) {
+        await appendEvents(tx, [
+          {
+            type: 'passport.upgraded',
+            subject: key,
+            audience: [owners[0].did],
+            data: { tokenId: u.tokenId, serial: Number(u.serial), did: owners[0].did, tier: u.newTier, capabilities: u.capabilities, paymentTransactionId: u.paymentTransactionId },
+            key: `passport.upgraded:${u.paymentTransactionId}`,
+          },
+        ]);
+      }
     }
   });
 }
@@ -414,14 +445,38 @@ export async function requestLedgerWritesStarted(sql: Sql, workflowId: string, p
  * refund undoes a failed step) is kept as data, an earlier one is not overwritten by null.
  */
 export async function markRequestRefunded(sql: Sql, paymentTransactionId: string, refundTransactionId: string, error?: string, failedStep?: RequestFailedStep): Promise<void> {
-  await sql`
-    update passport_issuances set status = 'refunded', refund_transaction_id = ${refundTransactionId},
-           error = coalesce(${error ?? null}, error), failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
-  await sql`
-    update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
-           error = coalesce(${error ?? null}, error), failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
-     where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')`;
+  await sql.begin(async (tx) => {
+    const issuances = await tx<{ did: string }[]>`
+      update passport_issuances set status = 'refunded', refund_transaction_id = ${refundTransactionId},
+             error = coalesce(${error ?? null}, error), failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
+       where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')
+      returning did`;
+    const upgrades = await tx<{ token_id: string; serial: bigint }[]>`
+      update passport_upgrades set status = 'refunded', refund_transaction_id = ${refundTransactionId},
+             error = coalesce(${error ?? null}, error), failed_step = coalesce(${failedStep ?? null}, failed_step), updated_at = now()
+       where payment_transaction_id = ${paymentTransactionId} and status in ('pending', 'refused', 'failed')
+      returning token_id, serial`;
+    const upgraded = upgrades[0] ? (await tx<{ did: string }[]>`select did from passports where token_id = ${upgrades[0].token_id} and serial = ${upgrades[0].serial.toString()}`)[0] : undefined;
+    // the payer's event (the DID the request was for), last in the transaction
+    const did = issuances[0]?.did ?? upgraded?.did;
+    if (!did) return;
+    const request = issuances[0] ? 'issuance' : 'upgrade';
+    await appendEvents(tx, [
+      {
+        type: 'payment.refunded',
+        subject: paymentTransactionId,
+        audience: [did],
+        data: {
+          paymentTransactionId,
+          refundTransactionId,
+          request,
+          ...(upgrades[0] ? { tokenId: upgrades[0].token_id, serial: Number(upgrades[0].serial) } : {}),
+          ...(error ? { reason: error } : {}),
+        },
+        key: `payment.refunded:${paymentTransactionId}`,
+      },
+    ]);
+  });
 }
 
 /**

@@ -4,6 +4,7 @@
  * activity (signed transaction recorded before it is sent, receipt after).
  */
 import type { Sql } from 'postgres';
+import { appendEvents } from './events.js';
 
 export type AttestationStatus = 'pending' | 'sending' | 'confirmed' | 'failed';
 
@@ -97,12 +98,24 @@ export async function confirmAttestation(
   snapshotHash: string,
   c: { txHash: string; tokenId: bigint; blockNumber: bigint; attestedAt: Date },
 ): Promise<AttestationRow> {
-  const [row] = await sql<AttestationRow[]>`
-    update trust_attestations set status = 'confirmed', tx_hash = ${c.txHash}, token_id = ${c.tokenId.toString()},
-      block_number = ${c.blockNumber.toString()}, attested_at = ${c.attestedAt}, error = null, updated_at = now()
-    where snapshot_hash = ${snapshotHash}
-    returning *`;
-  return row!;
+  return sql.begin(async (tx) => {
+    const [row] = await tx<AttestationRow[]>`
+      update trust_attestations set status = 'confirmed', tx_hash = ${c.txHash}, token_id = ${c.tokenId.toString()},
+        block_number = ${c.blockNumber.toString()}, attested_at = ${c.attestedAt}, error = null, updated_at = now()
+      where snapshot_hash = ${snapshotHash}
+      returning *`;
+    // the attester's event, once per snapshot hash, last in the transaction
+    await appendEvents(tx, [
+      {
+        type: 'trust.attested',
+        subject: row!.domain,
+        audience: [row!.attested_by],
+        data: { domain: row!.domain, snapshotHash, attestedBy: row!.attested_by, chainId: Number(row!.chain_id), txHash: c.txHash, tokenId: Number(c.tokenId), blockNumber: Number(c.blockNumber) },
+        key: `trust.attested:${snapshotHash}`,
+      },
+    ]);
+    return row!;
+  }) as Promise<AttestationRow>;
 }
 
 export async function failAttestation(sql: Sql, snapshotHash: string, error: string): Promise<void> {

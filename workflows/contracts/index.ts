@@ -17,6 +17,7 @@ import { paymentReconcilerContract } from './paymentReconciler.js';
 import { sponsoredRegistrationContract } from './sponsoredRegistration.js';
 import { taskLifecycleContract } from './taskLifecycle.js';
 import { trustAttestContract } from './trustAttest.js';
+import { webhookDeliveryContract } from './webhookDelivery.js';
 
 export const workflowContracts = {
   a2aMessage: a2aMessageContract,
@@ -34,6 +35,7 @@ export const workflowContracts = {
   sponsoredRegistration: sponsoredRegistrationContract,
   taskLifecycle: taskLifecycleContract,
   trustAttest: trustAttestContract,
+  webhookDelivery: webhookDeliveryContract,
 } as const;
 
 /** Each key is its contract's type (a contract filed under another name is a compile error here). */
@@ -54,5 +56,6 @@ const keysAreTypes: { [K in keyof WorkflowContracts]: WorkflowContracts[K]['type
   sponsoredRegistration: true,
   taskLifecycle: true,
   trustAttest: true,
+  webhookDelivery: true,
 };
 void keysAreTypes;

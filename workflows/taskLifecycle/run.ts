@@ -191,7 +191,9 @@ export function committer(run: TaskRun, durable: TaskActivities['durable']): Com
       };
       await durable.publishTaskMessage({ idempotencyKey: `${run.wfId}/m${run.seq}`, message });
     }
-    await durable.projectTask({ task: { ...task }, seq: run.seq });
+    // the step's name and reason travel with the projection: they name the parties' event (issue 28)
+    const reason = typeof extra.reason === 'string' ? extra.reason : undefined;
+    await durable.projectTask({ task: { ...task }, seq: run.seq, step: type ? { type, ...(reason ? { reason } : {}) } : null });
     searchAttributes(task);
     run.version++;
   };

@@ -157,6 +157,35 @@ task
   .option('--status <status>')
   .action(act((c, o: { status?: string }) => c.tasks({ status: o.status as Query<'/market/tasks'>['status'] })));
 
+const events = program.command('events').description("The agent's own events (tasks, passports, payments, messages)");
+events
+  .command('watch')
+  .description('Follows the events as they are recorded (long-poll), printing one line each (JSON lines with --json); Ctrl-C stops')
+  .option('--after <eventId>', 'start after this event id (default: the oldest kept)')
+  .action(async (o: { after?: string }) => {
+    const { c, g } = client();
+    const stop = new AbortController();
+    process.once('SIGINT', () => stop.abort());
+    for await (const ev of c.watchEvents({ ...(o.after ? { after: o.after } : {}), signal: stop.signal })) {
+      process.stdout.write(g.json ? `${JSON.stringify(ev)}\n` : `${ev.id} ${ev.timestamp} ${ev.type} ${ev.subject}\n`);
+    }
+  });
+const webhooks = program.command('webhooks').description("The agent's webhooks (Standard Webhooks signatures)");
+webhooks
+  .command('add <url>')
+  .description('Subscribes the URL; prints the signing secret (shown once: keep it)')
+  .requiredOption('--event <type>', 'an event type to deliver (repeat), e.g. task.claimed', collect)
+  .option('--capability <name>', 'also new tasks with this capability (repeat)', collect)
+  .action(act((c, url: string, o: { event: string[]; capability?: string[] }) => c.addWebhook(url, o.event, o.capability)));
+webhooks.command('list').action(act((c) => c.webhooks()));
+webhooks
+  .command('rm <id>')
+  .action(act(async (c, id: string) => {
+    await c.removeWebhook(id);
+    return { deleted: id };
+  }));
+webhooks.command('deliveries <id>').description('The latest delivery attempts').action(act((c, id: string) => c.webhookDeliveries(id)));
+
 program
   .command('trust')
   .description('Trust snapshots')

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import createClient, { type Client } from 'openapi-fetch';
 import { AccountId, TopicMessageSubmitTransaction, Transaction, TransactionId } from '@hashgraph/sdk';
-import type { paths } from './schema.js';
+import type { components, paths } from './schema.js';
 import { parsePrivateKey, signBytes, signTransaction, type KeyType } from '@agent-passport/core/keys';
 import { createPayingFetch } from '@agent-passport/core/x402/clientScheme';
 import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '@agent-passport/core/a2a';
@@ -17,6 +17,11 @@ import { challengeProblem, originOf } from '@agent-passport/core/signInChallenge
 
 export type { paths } from './schema.js';
 export type ApiClient = Client<paths>;
+/** An event as pull returns it and webhooks deliver it (issue 28). */
+export type AgentEvent = components['schemas']['Event'];
+export type EventPage = components['schemas']['EventPage'];
+export type Webhook = components['schemas']['Webhook'];
+export type WebhookCreated = components['schemas']['WebhookCreated'];
 type Json = Record<string, any>;
 /** The query parameters of a GET route. */
 export type Query<P extends keyof paths> = paths[P] extends { get: { parameters: { query?: infer Q } } } ? NonNullable<Q> : never;
@@ -357,6 +362,46 @@ export class AgentPassportClient {
   }
   async cancelTask(taskId: string, reason?: string) {
     return this.request('POST', `/market/tasks/${encodeURIComponent(taskId)}/cancel`, { posterDid: this.did, ...(reason ? { reason } : {}) }, { sign: true });
+  }
+
+  // ---- events out (issue 28) ----
+  /** The agent's own events after `after` (oldest first); with `wait` seconds (<= 30) and none yet, a long-poll. Signed. */
+  async events(opts: { after?: string; wait?: number; limit?: number } = {}): Promise<EventPage> {
+    const q = new URLSearchParams();
+    if (opts.after) q.set('after', opts.after);
+    if (opts.wait) q.set('wait', String(opts.wait));
+    if (opts.limit) q.set('limit', String(opts.limit));
+    const qs = q.toString();
+    return (await this.request('GET', `/agents/${encodeURIComponent(this.did)}/events${qs ? `?${qs}` : ''}`, undefined, { sign: true })) as EventPage;
+  }
+  /**
+   * Follows the agent's events from `after` (default: the oldest kept), yielding each as it is
+   * recorded: long-polls of `wait` seconds (default 30), the cursor carried from page to page. Ends
+   * when `signal` aborts. Keep the last id you handled to resume from it.
+   */
+  async *watchEvents(opts: { after?: string; wait?: number; signal?: AbortSignal } = {}): AsyncGenerator<AgentEvent> {
+    let after = opts.after;
+    while (!opts.signal?.aborted) {
+      const page = await this.events({ ...(after ? { after } : {}), wait: opts.wait ?? 30 });
+      for (const ev of page.events) {
+        if (opts.signal?.aborted) return;
+        yield ev;
+      }
+      after = page.next ?? after;
+    }
+  }
+  /** Subscribes a URL to the agent's events; the answer carries the signing secret (whsec_...) this once. */
+  async addWebhook(url: string, events: string[], capabilities?: string[]): Promise<WebhookCreated> {
+    return (await this.request('POST', '/webhooks', { url, events, ...(capabilities?.length ? { capabilities } : {}) }, { sign: true })) as WebhookCreated;
+  }
+  async webhooks(): Promise<Webhook[]> {
+    return ((await this.request('GET', '/webhooks', undefined, { sign: true })) as { webhooks: Webhook[] }).webhooks;
+  }
+  async removeWebhook(id: string): Promise<void> {
+    await this.request('DELETE', `/webhooks/${encodeURIComponent(id)}`, undefined, { sign: true });
+  }
+  async webhookDeliveries(id: string, limit?: number) {
+    return this.request('GET', `/webhooks/${encodeURIComponent(id)}/deliveries${limit ? `?limit=${limit}` : ''}`, undefined, { sign: true });
   }
 
   // ---- trust ----

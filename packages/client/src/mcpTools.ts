@@ -45,7 +45,7 @@ export const READ_ONLY_TOOLS = [
 ] as const;
 
 /** Names of the tools that sign or pay with the server's agent key (stdio with AGENT_PRIVATE_KEY). */
-export const SIGNING_TOOLS = ['whoami', 'buy_passport', 'upgrade_passport', 'register_agent', 'send_message', 'post_task', 'claim_task', 'deliver_task', 'complete_task', 'cancel_task'] as const;
+export const SIGNING_TOOLS = ['whoami', 'list_events', 'buy_passport', 'upgrade_passport', 'register_agent', 'send_message', 'post_task', 'claim_task', 'deliver_task', 'complete_task', 'cancel_task'] as const;
 
 /**
  * An MCP server over `client`. The signing tools are registered only when `client` holds an agent
@@ -145,6 +145,20 @@ export function createAgentMcpServer(client: AgentPassportClient, opts: { signin
   const pays = { readOnlyHint: false, destructiveHint: false, openWorldHint: false, idempotentHint: false } as const;
   server.registerTool('whoami', { description: "The DID and account this server acts as (the key itself is never shown).", annotations: ro }, () =>
     run(async () => ({ did: client.did })),
+  );
+  server.registerTool(
+    'list_events',
+    {
+      description:
+        "This agent's own events, oldest first (task claimed, delivered, completed...; passport issued; payment refunded; message received). Pass the previous answer's `next` as `after` to get only newer ones; `wait` (seconds, up to 30) waits for the next event when there is none yet.",
+      inputSchema: {
+        after: z.string().max(64).optional().describe('The last event id already seen'),
+        wait: z.number().int().min(0).max(30).optional().describe('Seconds to wait for a first event'),
+        limit: z.number().int().min(1).max(100).optional(),
+      },
+      annotations: ro,
+    },
+    ({ after, wait, limit }) => run(() => client.events({ ...(after ? { after } : {}), ...(wait ? { wait } : {}), ...(limit ? { limit } : {}) })),
   );
   server.registerTool(
     'buy_passport',

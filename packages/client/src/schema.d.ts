@@ -1274,6 +1274,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/{did}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The DID's own events after a cursor, oldest first; waits up to `wait` seconds for the first (DID-signed by that DID)
+         * @description The same bodies webhooks deliver. Send the answer's `next` as `after` to follow. With `wait` (<= 30) and no event yet the request is held until one is recorded or the time is up (then `events` is empty). Audience: a task's events reach its poster and claimer, passport and payment events their owner, a2a.message_received its recipient.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description the last event id seen (exclusive); without it, from the oldest kept */
+                    after?: string;
+                    limit?: number;
+                    /** @description seconds to wait for a first event when there is none yet (long-poll, at most 30) */
+                    wait?: number;
+                };
+                header?: never;
+                path: {
+                    did: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["EventPage"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents/register": {
         parameters: {
             query?: never;
@@ -5466,6 +5558,332 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signer's webhooks (active and disabled), without their secrets
+         * @description DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature): the signer's own webhooks.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WebhookList"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Subscribe a URL to your events; answers the signing secret once
+         * @description DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature): the signer must hold an active passport (404 passport_not_found), at most WEBHOOKS_PER_DID webhooks (409 webhook_limit_reached). Each event is POSTed as JSON { type, id, timestamp, subject, data } with the Standard Webhooks headers webhook-id (the event id, the same on every retry: dedup on it), webhook-timestamp and webhook-signature (HMAC-SHA256 with `secret`; verify with the `standardwebhooks` package). Events come in id order, at least once; a non-2xx answer is retried with backoff for WEBHOOK_RETRY_HOURS, then the webhook is disabled (status, disabledReason; a webhook.disabled event). The webhook receives what happens after its creation.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description task.posted and task.released of any task with one of these capabilities are delivered too (work this agent could take) */
+                        capabilities?: string[];
+                        /** @description the event types delivered */
+                        events: ("task.posted" | "task.claimed" | "task.delivered" | "task.verified" | "task.completed" | "task.cancelled" | "task.expired" | "task.released" | "task.reward_increased" | "passport.issued" | "passport.upgraded" | "passport.revoked" | "payment.refunded" | "a2a.message_received" | "agent.registered" | "trust.ownership_verified" | "trust.attested" | "webhook.disabled")[];
+                        /** @description where deliveries are POSTed: https (http on loopback in development only) */
+                        url: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WebhookCreated"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook: its deliveries stop
+         * @description DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature): one of the signer's webhooks (404 webhook_not_found otherwise).
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description deleted */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's latest delivery attempts, newest first
+         * @description DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature): one of the signer's webhooks (404 webhook_not_found otherwise). Each attempt: the event, its number, the HTTP status or the error, the time taken.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["WebhookDeliveries"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/what-is-agent-readiness": {
         parameters: {
             query?: never;
@@ -6329,6 +6747,44 @@ export interface components {
                 recovery_action: "retry_immediately" | "change_request" | "await_human" | "wait_and_retry" | "choose_alternative" | "not_authorized" | "no_action" | "escalate";
             }[];
             total_count: number;
+        };
+        Event: {
+            /** @description ids and public fields of the change; never a key, never a delivered result or a message body (read them by id) */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description UUIDv7, in commit order: the cursor (?after=) and the webhook-id of its deliveries */
+            id: string;
+            /** @description what the event is about: a task id, tokenId/serial, a message id, a DID, a domain, a webhook id */
+            subject: string;
+            /** @description when the change was recorded (ISO 8601) */
+            timestamp: string;
+            /** @enum {string} */
+            type: "task.posted" | "task.claimed" | "task.delivered" | "task.verified" | "task.completed" | "task.cancelled" | "task.expired" | "task.released" | "task.reward_increased" | "passport.issued" | "passport.upgraded" | "passport.revoked" | "payment.refunded" | "a2a.message_received" | "agent.registered" | "trust.ownership_verified" | "trust.attested" | "webhook.disabled";
+        };
+        EventInput: {
+            /** @description ids and public fields of the change; never a key, never a delivered result or a message body (read them by id) */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description UUIDv7, in commit order: the cursor (?after=) and the webhook-id of its deliveries */
+            id: string;
+            /** @description what the event is about: a task id, tokenId/serial, a message id, a DID, a domain, a webhook id */
+            subject: string;
+            /** @description when the change was recorded (ISO 8601) */
+            timestamp: string;
+            /** @enum {string} */
+            type: "task.posted" | "task.claimed" | "task.delivered" | "task.verified" | "task.completed" | "task.cancelled" | "task.expired" | "task.released" | "task.reward_increased" | "passport.issued" | "passport.upgraded" | "passport.revoked" | "payment.refunded" | "a2a.message_received" | "agent.registered" | "trust.ownership_verified" | "trust.attested" | "webhook.disabled";
+        };
+        EventPage: {
+            events: components["schemas"]["Event"][];
+            /** @description the cursor to send as ?after= next time (the last event id, or the one sent when there was none) */
+            next: string | null;
+        };
+        EventPageInput: {
+            events: components["schemas"]["EventInput"][];
+            /** @description the cursor to send as ?after= next time (the last event id, or the one sent when there was none) */
+            next: string | null;
         };
         FeeCatalog: {
             currency_note: string;
@@ -7553,6 +8009,114 @@ export interface components {
                 type?: string;
             }[];
             subject: string;
+        };
+        Webhook: {
+            capabilities: string[];
+            createdAt: string;
+            /** @description the last event delivered */
+            cursor: string | null;
+            disabledReason: string | null;
+            events: string[];
+            /** @description when the current run of failed attempts began */
+            failingSince: string | null;
+            id: string;
+            lastError: string | null;
+            /**
+             * @description disabled: deliveries failed for WEBHOOK_RETRY_HOURS (see disabledReason); delete it and create a new one
+             * @enum {string}
+             */
+            status: "active" | "disabled";
+            url: string;
+        };
+        WebhookCreated: {
+            capabilities: string[];
+            createdAt: string;
+            /** @description the last event delivered */
+            cursor: string | null;
+            disabledReason: string | null;
+            events: string[];
+            /** @description when the current run of failed attempts began */
+            failingSince: string | null;
+            id: string;
+            lastError: string | null;
+            /** @description whsec_ + base64: the Standard Webhooks signing secret, shown this once */
+            secret: string;
+            /**
+             * @description disabled: deliveries failed for WEBHOOK_RETRY_HOURS (see disabledReason); delete it and create a new one
+             * @enum {string}
+             */
+            status: "active" | "disabled";
+            url: string;
+        };
+        WebhookCreatedInput: {
+            capabilities: string[];
+            createdAt: string;
+            /** @description the last event delivered */
+            cursor: string | null;
+            disabledReason: string | null;
+            events: string[];
+            /** @description when the current run of failed attempts began */
+            failingSince: string | null;
+            id: string;
+            lastError: string | null;
+            /** @description whsec_ + base64: the Standard Webhooks signing secret, shown this once */
+            secret: string;
+            /**
+             * @description disabled: deliveries failed for WEBHOOK_RETRY_HOURS (see disabledReason); delete it and create a new one
+             * @enum {string}
+             */
+            status: "active" | "disabled";
+            url: string;
+        };
+        WebhookDeliveries: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
+        WebhookDeliveriesInput: {
+            deliveries: components["schemas"]["WebhookDeliveryInput"][];
+        };
+        WebhookDelivery: {
+            at: string;
+            attempt: number;
+            durationMs: number;
+            error: string | null;
+            eventId: string;
+            eventType: string;
+            ok: boolean;
+            statusCode: number | null;
+        };
+        WebhookDeliveryInput: {
+            at: string;
+            attempt: number;
+            durationMs: number;
+            error: string | null;
+            eventId: string;
+            eventType: string;
+            ok: boolean;
+            statusCode: number | null;
+        };
+        WebhookInput: {
+            capabilities: string[];
+            createdAt: string;
+            /** @description the last event delivered */
+            cursor: string | null;
+            disabledReason: string | null;
+            events: string[];
+            /** @description when the current run of failed attempts began */
+            failingSince: string | null;
+            id: string;
+            lastError: string | null;
+            /**
+             * @description disabled: deliveries failed for WEBHOOK_RETRY_HOURS (see disabledReason); delete it and create a new one
+             * @enum {string}
+             */
+            status: "active" | "disabled";
+            url: string;
+        };
+        WebhookList: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        WebhookListInput: {
+            webhooks: components["schemas"]["WebhookInput"][];
         };
     };
     responses: never;
