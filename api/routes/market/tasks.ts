@@ -8,7 +8,8 @@
  *   POST /market/tasks/signed                   posterDid + posterPrivateKey: the schedule is signed here (funded)
  *                                               (both: optional Idempotency-Key header, recorded before the
  *                                               workflow starts; a retry answers the same task)
- *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed); a delivered result only to the
+ *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed; deep pages of closed tasks from PostgreSQL,
+ *                                               api/market/taskBook.ts); a delivered result only to the
  *                                               parties (a DID-signed GET of one task) until completion
  *   POST .../claim, .../claim-with-key          claimer passport on the ledger
  *   POST .../deliver, .../deliver-with-key      resultBody <= 4096 bytes or resultIpfs
@@ -48,7 +49,8 @@ import { partyOf } from '../../market/parties.js';
 import { postFundedTask, postTask } from '../../market/posting.js';
 import { cancelTask, claimTask, completeTask, deliverTask, increaseReward } from '../../market/steps.js';
 import { readTask } from '../../market/updates.js';
-import { answerTask, escrowStatusView, publicTaskResponse, taskResponse } from '../../market/views.js';
+import { answerTask, escrowStatusView, publicTaskJson, taskResponse } from '../../market/views.js';
+import { sendJson } from '../../serializer.js';
 
 const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) => {
   const market = app.market;
@@ -110,11 +112,12 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
         response: { 200: taskListSchema, ...errorResponses(400, 500, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, offset, ...filter } = request.query;
       await market.book.ready();
       const { tasks, total } = await market.book.page(filter, limit, offset);
-      return { tasks: tasks.map(publicTaskResponse), count: tasks.length, total, limit, offset };
+      // the list's shape (taskListSchema) around tasks serialised once each (records are immutable values)
+      return sendJson(reply, `{"tasks":[${tasks.map(publicTaskJson).join(',')}],"count":${tasks.length},"total":${total},"limit":${limit},"offset":${offset}}`);
     },
   );
 
