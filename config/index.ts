@@ -136,7 +136,7 @@ export const configSchema = z.object({
   MARKET_VERIFY_RETRY_S: z.coerce.number().int().min(1).default(300),
   // Closed tasks each API process holds in memory per closed status (completed, cancelled), newest first, besides every open task:
   // GET /market/tasks pages within them are answered from memory, deeper pages read PostgreSQL (issue 31; docs/costs.md).
-  MARKET_CLOSED_IN_MEMORY: z.coerce.number().int().min(0).max(1_000_000).default(2_000),
+  MARKET_CLOSED_IN_MEMORY: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
 
   /** bytes of messages per sender DID per UTC day the operator pays for on the deprecated POST /a2a/send (0: none; the sender-paid routes have no budget; at most 2^31-1, a quota_counters count) */
   A2A_OPERATOR_DAILY_BYTES: z.coerce.number().int().min(0).max(2_147_483_647).default(65_536),

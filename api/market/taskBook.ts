@@ -72,6 +72,9 @@ export class TaskBook {
   private readonly loaded = new WeakMap<readonly TaskRecord[], Window>();
   /** tasks loadKey found closed below their status's boundary (so not held): counted below when they leave memory */
   private readonly closedBelow = new Map<string, TaskRecord>();
+  /** closed tasks held per status (what trimming bounds) */
+  private readonly closedHeld = new Map<TaskStatus, number>();
+  private trimQueued = false;
 
   constructor(
     readonly sql: Sql,
@@ -116,6 +119,16 @@ export class TaskBook {
         this.closedBelow.delete(key);
         // a held task that closed below its status's boundary leaves memory: it is counted below now
         if (closed && before !== undefined && after === undefined) this.countBelow(closed, 1);
+        if (before && !isOpenStatus(before.status)) this.closedHeld.set(before.status, (this.closedHeld.get(before.status) ?? 0) - 1);
+        if (after && !isOpenStatus(after.status)) this.closedHeld.set(after.status, (this.closedHeld.get(after.status) ?? 0) + 1);
+        // memory stays bounded even when nobody reads: a window past twice its bound is trimmed soon after the change
+        if (after && !isOpenStatus(after.status) && (this.closedHeld.get(after.status) ?? 0) > 2 * this.closedInMemory && !this.trimQueued) {
+          this.trimQueued = true;
+          setImmediate(() => {
+            this.trimQueued = false;
+            if (this.cache) this.trimWindows(this.cache);
+          });
+        }
       });
     }
     return this.cache;
@@ -184,7 +197,7 @@ export class TaskBook {
       // a reload that raced a trim may hold a task below the boundary again: it is counted below already
       for (const t of list) if (boundary !== undefined && t.taskId < boundary) cache.drop(t.taskId);
       const kept = boundary === undefined ? list : list.filter((t) => t.taskId >= boundary);
-      if (kept.length <= 2 * this.closedInMemory || this.closedInMemory === 0) continue;
+      if (kept.length <= 2 * this.closedInMemory) continue;
       kept.sort(newestFirst);
       const leaving = kept.slice(this.closedInMemory);
       this.window.boundaries.set(status, kept[this.closedInMemory - 1]!.taskId);
