@@ -65,6 +65,8 @@ export function registerMarket(app: FastifyInstance, ctx: AppContext, deps: { sq
     verifiesInFlight: new Map(),
   };
   app.decorate('market', market);
+  // load the tasks now, not on the first read: the first visitors after a start get the list, not a wait (or a 503)
+  market.book.ready().catch(() => {});
   app.addHook('onClose', async () => {
     await market.book.close();
   });
