@@ -102,8 +102,16 @@ describe('reads at scale: the seeded dataset from memory', () => {
   it('the directory, search and the task lists show the seeded rows (NOTIFY per batch)', async () => {
     const agents = await eventually(() => get<{ total: number }>('/agents?limit=5'), (b) => b.total === SIZE.agents);
     expect(agents.total).toBe(SIZE.agents);
-    const one = await get<{ did: string; name: string; marketplace?: { posted: number } }>(`/agents/${encodeURIComponent(seedDid(market[0]!))}`);
+    // the poster's marketplace record counts the seeded tasks it posted (market_records written with them, NOTIFY '*')
+    const posterDid = seedDid(market[0]!);
+    const [{ posted }] = await sql<{ posted: number }[]>`select count(*)::int as posted from tasks where poster_did = ${posterDid}`;
+    expect(posted).toBeGreaterThan(0);
+    const one = await eventually(
+      () => get<{ did: string; name: string; marketplace?: { asPoster: { posted: number } } }>(`/agents/${encodeURIComponent(posterDid)}`),
+      (b) => b.marketplace?.asPoster.posted === posted,
+    );
     expect(one.name).toBe(seedAgentName(market[0]!));
+    expect(one.marketplace?.asPoster.posted).toBe(posted);
     const found = await eventually(
       () => get<{ results: Array<{ type: string; did?: string }> }>(`/api/search?q=${seedAgentName(7)}&type=agent`),
       (b) => b.results.length === 1,
