@@ -164,6 +164,11 @@ export class TaskBook {
     return this.current().open;
   }
 
+  /** Moves on every change of what the book holds (answers made from it may be kept until it moves). */
+  get version(): number {
+    return this.started().version;
+  }
+
   /** Tasks held in memory (open and recent closed ones). */
   get size(): number {
     return this.started().size;

@@ -102,6 +102,11 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
 
   // ---------------------------------------------------------------- reads
 
+  // The answered list pages, by URL, until the task book changes: the front page is the same bytes for
+  // every visitor between two changes, so it is made once and sent as a Buffer (no serialising, no
+  // string-to-bytes conversion per request). Bounded in bytes; cleared on every change.
+  const pages = new PageMemo(16 * 1024 * 1024);
+
   app.get(
     '/market/tasks',
     {
@@ -115,9 +120,17 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
     async (request, reply) => {
       const { limit, offset, ...filter } = request.query;
       await market.book.ready();
-      const { tasks, total } = await market.book.page(filter, limit, offset);
-      // the list's shape (taskListSchema) around tasks serialised once each (records are immutable values)
-      return sendJson(reply, `{"tasks":[${tasks.map(publicTaskJson).join(',')}],"count":${tasks.length},"total":${total},"limit":${limit},"offset":${offset}}`);
+      const version = market.book.version;
+      if (version !== pages.version) pages.clear(version);
+      let body = pages.get(request.url);
+      if (!body) {
+        const { tasks, total } = await market.book.page(filter, limit, offset);
+        // the list's shape (taskListSchema) around tasks serialised once each (records are immutable values)
+        body = Buffer.from(`{"tasks":[${tasks.map(publicTaskJson).join(',')}],"count":${tasks.length},"total":${total},"limit":${limit},"offset":${offset}}`);
+        // kept only if the book did not move while the page was read (a deep page awaits PostgreSQL)
+        if (market.book.version === version) pages.set(request.url, body);
+      }
+      return sendJson(reply, body);
     },
   );
 
@@ -285,3 +298,28 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
 };
 
 export default marketTaskRoutes;
+
+/** Bodies by key, all dropped when the version they were made at moves or their bytes pass `maxBytes`. */
+class PageMemo {
+  version = -1;
+  private readonly bodies = new Map<string, Buffer>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  clear(version: number): void {
+    this.version = version;
+    this.bodies.clear();
+    this.bytes = 0;
+  }
+
+  get(key: string): Buffer | undefined {
+    return this.bodies.get(key);
+  }
+
+  set(key: string, body: Buffer): void {
+    if (this.bytes + body.length > this.maxBytes) this.clear(this.version);
+    this.bodies.set(key, body);
+    this.bytes += body.length;
+  }
+}
