@@ -22,13 +22,27 @@ import { createDomainOwnershipActivities } from './web/domainOwnership.js';
 import { createMarketVerifierActivities } from './web/marketVerifier.js';
 import { createRegistryActivities } from './ledger/registry.js';
 import { createStepAuthorisationActivities } from './db/stepAuthorisations.js';
-import { trustDnsServers, trustFetchOrigins } from '../config/index.js';
+import { createDirectoryProbeActivities } from './web/directoryProbe.js';
+import { agentFetchOptions, trustDnsServers, trustFetchOrigins } from '../config/index.js';
+import { publicKeyFromMirror, keyTypeOf } from '@agent-passport/core/keys';
+import type { CardKey } from '../domain/agentCardSignature.js';
+import type { ProbeOutcome } from '../workflows/contracts/directoryProbe.js';
 
 export interface ActivityDeps {
   config: Config;
   sql: Sql;
   /** built by ledger/services.ts createLedgerServices */
   ledger?: LedgerServices;
+  /** counts each directory probe by outcome (the worker passes telemetry/metrics.ts countDirectoryProbe) */
+  onDirectoryProbe?: (outcome: ProbeOutcome) => void;
+}
+
+/** The account key of a DID as a card verifier takes it (the mirror's key; null for key lists and unknown accounts). */
+function mirrorCardKey(ledger: LedgerServices) {
+  return async (accountId: string): Promise<CardKey | null> => {
+    const key = publicKeyFromMirror((await ledger.mirror.getAccount(accountId))?.key ?? null);
+    return key ? { type: keyTypeOf(key), raw: key.toBytesRaw() } : null;
+  };
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -54,6 +68,17 @@ export function createActivities(deps: ActivityDeps) {
       : {}),
     // sponsored registry registrations: the directory record paid by the operator, only with a ledger deployment
     ...(ledger ? createRegistryActivities({ sql, ledger }) : {}),
+    // the directory's liveness probe (issue 29 item 6): agents' cards and endpoints, cards verified again
+    ...(ledger
+      ? createDirectoryProbeActivities({
+          sql,
+          network: ledger.deployment.network,
+          bounds: { everyMs: config.DIRECTORY_PROBE_EVERY_S * 1000, batchMax: config.DIRECTORY_PROBE_BATCH, staleAfterMs: config.DIRECTORY_STALE_AFTER_S * 1000 },
+          fetch: agentFetchOptions(config),
+          accountKey: mirrorCardKey(ledger),
+          ...(deps.onDirectoryProbe ? { onProbe: deps.onDirectoryProbe } : {}),
+        })
+      : {}),
     // one-time authorisations of money-moving workflow messages (issue 26 item 1)
     ...createStepAuthorisationActivities({ sql }),
     // chain indexer, only with an EVM chain configured

@@ -156,6 +156,14 @@ export const configSchema = z.object({
   ESCROW_RECONCILE_MAX: z.coerce.number().int().min(1).max(1_000).default(20),
   /** open tasks per pass whose workflow is looked up one by one (finds workflows Temporal no longer lists) */
   ESCROW_RECONCILE_SAMPLE: z.coerce.number().int().min(0).max(1_000).default(20),
+
+  // directory liveness (issue 29 item 6): the worker's directoryProbe schedule
+  /** an active directory entry's endpoint (or card) is probed at most this often (the dev launcher sets 60) */
+  DIRECTORY_PROBE_EVERY_S: z.coerce.number().int().min(10).max(604_800).default(3600),
+  /** entries probed per pass at most (a pass runs every min(DIRECTORY_PROBE_EVERY_S, 300) s; each probe makes at most two fetches) */
+  DIRECTORY_PROBE_BATCH: z.coerce.number().int().min(1).max(1_000).default(100),
+  /** an entry whose endpoint and card have not answered for this long is flagged stale */
+  DIRECTORY_STALE_AFTER_S: z.coerce.number().int().min(60).max(31_536_000).default(86_400),
   /**
    * Prefix of the passport, A2A and reconciler workflow ids this deployment starts (default none).
    * Only for deployments sharing one Temporal namespace with another whose ledger ids coincide (tests
@@ -331,6 +339,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     return cleaned[name] === undefined ? `${name}: missing (${issue.message})` : `${name}: ${issue.message}`;
   });
   throw new ConfigError([...problems, ...missing]);
+}
+
+/**
+ * How agents' own URLs (A2A cards, endpoints: registration and the liveness probe) are fetched: public
+ * addresses only, plus loopback in development (NODE_ENV=development: agents run on the developer's
+ * machine), plus any address with TRUST_ALLOW_PRIVATE (tests only).
+ */
+export function agentFetchOptions(config: Pick<Config, 'NODE_ENV' | 'TRUST_ALLOW_PRIVATE'>): { allowPrivate: boolean; allowLoopback: boolean } {
+  return { allowPrivate: config.TRUST_ALLOW_PRIVATE, allowLoopback: config.NODE_ENV === 'development' };
 }
 
 /**

@@ -2,7 +2,8 @@
  * W3C DID document (DID Core 1.0) for a ledger DID backed by a passport: the account key as the
  * verification method (Ed25519VerificationKey2020 with publicKeyMultibase, or
  * EcdsaSecp256k1VerificationKey2019 with a compressed publicKeyMultibase), used for authentication
- * and assertions, and services pointing at the agent's endpoint and its passport.
+ * and assertions, and services pointing at the agent's endpoint, its A2A card (with whether the card
+ * is signed by this key: cardVerified, cardVerification) and its passport.
  */
 import { base58btc } from './base58.js';
 
@@ -16,6 +17,8 @@ export interface DidDocumentInput {
   tokenId: string;
   serialNumber: number;
   tier: string;
+  /** the A2A card the agent's directory entry names, and whether it is signed by this DID's key (issue 29 item 5) */
+  agentCard?: { url: string; cardVerified: boolean; cardVerification: string };
 }
 
 // Multicodec prefixes (varint) for multibase public keys.
@@ -26,9 +29,13 @@ export function buildDidDocument(input: DidDocumentInput) {
   const keyId = `${input.did}#key-1`;
   const ed = input.keyType === 'ED25519';
   const multicodec = Uint8Array.from([...(ed ? ED25519_PUB : SECP256K1_PUB), ...input.publicKeyRaw]);
-  const service: Array<{ id: string; type: string; serviceEndpoint: string }> = [
+  const service: Array<{ id: string; type: string; serviceEndpoint: string; cardVerified?: boolean; cardVerification?: string }> = [
     { id: `${input.did}#passport`, type: 'AgentPassport', serviceEndpoint: input.passportUrl },
   ];
+  if (input.agentCard) {
+    const { url, cardVerified, cardVerification } = input.agentCard;
+    service.unshift({ id: `${input.did}#agent-card`, type: 'A2AAgentCard', serviceEndpoint: url, cardVerified, cardVerification });
+  }
   if (input.endpoint) service.unshift({ id: `${input.did}#agent`, type: 'AgentService', serviceEndpoint: input.endpoint });
   return {
     '@context': [

@@ -5,6 +5,7 @@
  */
 import { CAPABILITIES, isCapability, type Capability } from './capabilities.js';
 import { isTier, type Tier } from './tiers.js';
+import type { CardVerificationReason } from './agentCardSignature.js';
 
 /** Bounds of a registration (DESIGN.md section 10). */
 export const DIRECTORY_LIMITS = {
@@ -32,6 +33,16 @@ export interface AgentEntry {
   skills?: string[];
   description?: string;
   agentCard?: string;
+  /** liveness (issue 29 item 6): what the last probe found; null before the first probe */
+  online?: boolean | null;
+  /** the last probe the endpoint or card answered, Unix milliseconds; null: never */
+  lastSeenAt?: number | null;
+  /** not seen for DIRECTORY_STALE_AFTER_S */
+  stale?: boolean;
+  /** the agent card carries a signature by the DID's account key (issue 29 item 5) */
+  cardVerified?: boolean;
+  /** why (domain/agentCardSignature.ts CARD_VERIFICATION_REASONS) */
+  cardVerification?: CardVerificationReason;
 }
 
 /** An entry with its place in the directory (the topic sequence number of its registration). */
@@ -219,6 +230,8 @@ export function replayDirectory(messages: readonly { sequence: number; message: 
 
 export interface DirectoryQuery {
   capability?: Capability;
+  /** only entries the last probe found online (true) or not (false: offline or not probed yet) */
+  online?: boolean;
   /** one skill, matched case-insensitively */
   skill?: string;
   /** case-insensitive substring of the name */
@@ -367,7 +380,8 @@ export class DirectoryIndex {
     if (skill !== undefined) lists.push(this.bySkill.get(skill) ?? []);
     if (name) lists.push(this.nameMatches(name));
     const base = lists.length === 0 ? this.all : lists.reduce((a, b) => (b.length < a.length ? b : a));
-    if (lists.length <= 1) {
+    const online = q.online;
+    if (lists.length <= 1 && online === undefined) {
       return { agents: base.slice(q.offset, q.offset + q.limit).map((i) => i.entry), total: base.length };
     }
     const mask = q.capability ? capBit(q.capability) : 0;
@@ -378,6 +392,7 @@ export class DirectoryIndex {
       if ((item.capMask & mask) !== mask) continue;
       if (skill !== undefined && !item.skillsLower.includes(skill)) continue;
       if (name && !item.nameLower.includes(name)) continue;
+      if (online !== undefined && (item.entry.online === true) !== online) continue;
       if (total >= q.offset && total < end) agents.push(item.entry);
       total++;
     }

@@ -13,7 +13,9 @@
  *     `redirects: 'same-host'` (ownership proofs) only to the same host name as the first URL's,
  *     so a file served by another host never counts for this one;
  * and the whole fetch has one deadline (default 5 s) and a body size cap (default 64 KB).
- * `allowPrivate` (TRUST_ALLOW_PRIVATE, tests only) lifts the address rule and nothing else.
+ * `allowPrivate` (TRUST_ALLOW_PRIVATE, tests only) lifts the address rule and nothing else;
+ * `allowLoopback` (agents' cards and endpoints in development: config agentFetchOptions) admits
+ * loopback addresses besides the public ones.
  *
  * Layering: net/ depends on node built-ins and ipaddr.js only, so api/, activities/ and scripts can
  * all use it.
@@ -35,6 +37,8 @@ export interface SafeFetchOptions {
   redirects?: 'any' | 'same-host';
   /** lift the address rule (tests against 127.0.0.1); never in production */
   allowPrivate?: boolean;
+  /** admit loopback addresses (127.0.0.0/8, ::1) besides public ones: development only (config agentFetchOptions) */
+  allowLoopback?: boolean;
   /** which addresses may be reached (default isPublicAddress; tests narrow it) */
   addressAllowed?: (address: string) => boolean;
   /** Accept header (default application/json) */
@@ -89,6 +93,11 @@ export function isPublicAddress(address: string): boolean {
 }
 
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
+
+/** 127.0.0.0/8 and ::1 (not IPv4-mapped forms). */
+export function isLoopbackAddress(address: string): boolean {
+  return ipaddr.isValid(address) && ipaddr.parse(address).range() === 'loopback';
+}
 
 async function defaultLookup(host: string): Promise<{ address: string; family: number }[]> {
   return dns.promises.lookup(host, { all: true, verbatim: true });
@@ -191,7 +200,8 @@ export async function safeFetch(rawUrl: string, options: SafeFetchOptions = {}):
   const timeoutMs = options.timeoutMs ?? SAFE_FETCH_DEFAULTS.timeoutMs;
   const maxBytes = options.maxBytes ?? SAFE_FETCH_DEFAULTS.maxBytes;
   const maxRedirects = options.maxRedirects ?? SAFE_FETCH_DEFAULTS.maxRedirects;
-  const allowed = options.allowPrivate ? () => true : (options.addressAllowed ?? isPublicAddress);
+  const publicOnly = options.addressAllowed ?? isPublicAddress;
+  const allowed = options.allowPrivate ? () => true : options.allowLoopback ? (a: string) => publicOnly(a) || isLoopbackAddress(a) : publicOnly;
   const check = { allowed, lookup: options.lookup ?? defaultLookup };
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);

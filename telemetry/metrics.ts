@@ -165,6 +165,22 @@ export const businessMetricsErrors = new Counter({
   registers: [registry],
 });
 
+// ------------------------------------------------------------------ directory liveness (the worker: issue 29 item 6)
+
+/** Outcomes of a directory probe (workflows/contracts/directoryProbe.ts PROBE_OUTCOMES); others count as 'other'. */
+const PROBE_OUTCOMES: ReadonlySet<string> = new Set(['card', 'endpoint', 'offline']);
+
+export const directoryProbes = new Counter({
+  name: `${PREFIX}directory_probes_total`,
+  help: 'Liveness probes of directory entries, by outcome: card (the A2A card answered), endpoint (the endpoint answered), offline (neither)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+export function countDirectoryProbe(outcome: string): void {
+  directoryProbes.labels(PROBE_OUTCOMES.has(outcome) ? outcome : 'other').inc();
+}
+
 // Webhook backlog (issue 28): the worker that delivers events will export
 //   agent_passport_webhook_backlog_events{}                         events not yet delivered, all subscriptions
 //   agent_passport_webhook_oldest_undelivered_age_seconds{}         age of the oldest of them

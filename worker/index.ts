@@ -8,6 +8,8 @@ import { connectWorker, createWorker } from './createWorker.js';
 import { startChainIndexersOnce } from '../activities/evm/indexerControl.js';
 import { startPaymentReconcilerOnce } from './paymentReconciler.js';
 import { startEscrowReconcilerOnce } from './escrowReconciler.js';
+import { startDirectoryProbeOnce } from './directoryProbe.js';
+import { countDirectoryProbe } from '../telemetry/metrics.js';
 import { searchAttributeProblems, searchAttributeRefusal } from '../temporal/searchAttributes.js';
 import { startProcessTelemetry } from '../telemetry/process.js';
 import { installTemporalRuntime } from './telemetry.js';
@@ -52,7 +54,7 @@ async function main() {
     await connection.close();
     process.exit(1);
   }
-  const worker = await createWorker({ config, connection, activities: createActivities({ config, sql, ledger }), tracing: telemetry.tracing });
+  const worker = await createWorker({ config, connection, activities: createActivities({ config, sql, ledger, onDirectoryProbe: countDirectoryProbe }), tracing: telemetry.tracing });
   // SIGTERM/SIGINT: stop polling, let running activities finish within the worker's shutdownGraceTime
   // (then they are cancelled and Temporal retries them elsewhere), and exit; a second signal or a
   // shutdown that hangs past SHUTDOWN_EXIT_MS exits at once (unfinished work is retried by Temporal).
@@ -70,6 +72,7 @@ async function main() {
   startChainIndexersOnce(config); // chainIndexer workflows per configured EVM contract (no-op without EVM config)
   if (ledger) startPaymentReconcilerOnce(config); // the payment reconciler's schedule (issue 23), idempotent
   if (ledger) startEscrowReconcilerOnce(config); // the escrow reconciler's schedule (issue 26 item 4), idempotent
+  if (ledger) startDirectoryProbeOnce(config); // the directory's liveness probe (issue 29 item 6), idempotent
   // escrow drift, payments awaiting reconciliation, refunds, the reconciler's last run (only with METRICS_PORT)
   const business = telemetry.metrics ? startBusinessMetrics({ config, sql, ledger }) : undefined;
   console.log(telemetry.describe());

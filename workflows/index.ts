@@ -17,3 +17,4 @@ export * from './taskLifecycle.js';
 export * from './sponsoredRegistration.js';
 export * from './paymentReconciler.js';
 export * from './escrowReconciler.js';
+export * from './directoryProbe.js';

@@ -7,7 +7,8 @@
  * the ledger (missing or revoked 403 passport_not_found, held by another account 403
  * passport_not_owned), the capabilities against the passport's as written in its NFT metadata (400
  * agent_capability_invalid), the agent card through the SSRF guard (409 policy_refusal when it
- * names another DID). Then the DID and name are claimed in PostgreSQL (unique, so concurrent
+ * names another DID; its signatures verified against the DID's account key, issue 29 item 5: the
+ * entry's cardVerified and cardVerification). Then the DID and name are claimed in PostgreSQL (unique, so concurrent
  * requests end with one claim) and the agentRegistration workflow publishes the directory and audit
  * messages and writes the projection, whose NOTIFY brings the entry into every process's memory.
  * The request waits for the workflow at most the app's bounded wait, then answers pending.
@@ -32,7 +33,10 @@ import {
 } from '../../domain/directory.js';
 import { decodePassportMetadata } from '../../domain/passportMetadata.js';
 import type { Tier } from '../../domain/tiers.js';
-import { safeFetch, SafeFetchError } from '../../net/safeFetch.js';
+import { verifyAgentCard, type CardVerification } from '../../domain/agentCardSignature.js';
+import { agentFetchOptions } from '../../config/index.js';
+import { fetchAgentCard } from '../../net/agentCard.js';
+import { keyTypeOf } from '@agent-passport/core/keys';
 import { agentRegistrationContract, agentRegistrationWorkflowId, type AgentRegistrationInput } from '../../workflows/contracts/agentRegistration.js';
 
 export type AgentRegistrationBody = z.infer<typeof agentRegisterBodySchema>;
@@ -101,35 +105,37 @@ export function agentRegistrations(ctx: AppContext, settings: WorkflowSettings) 
     };
   };
 
-  /** Fetches the agent card through the SSRF guard; a card naming another DID is a conflict. */
-  const checkAgentCard = async (url: string, did: string): Promise<void> => {
-    let res;
-    try {
-      res = await safeFetch(url, { allowPrivate: ctx.config.TRUST_ALLOW_PRIVATE });
-    } catch (err) {
-      const reason = err instanceof SafeFetchError ? err.message : 'it could not be fetched';
-      throw new ApiError('invalid_request', `The agent card could not be fetched: ${reason}`, {
+  /**
+   * Fetches the agent card through the SSRF guard (loopback in development only: config
+   * agentFetchOptions); a card naming another DID is a conflict. Then its signatures are verified
+   * against the DID's account key (domain/agentCardSignature.ts): the entry says whether and why.
+   */
+  const checkAgentCard = async (url: string, did: string, accountId: string): Promise<CardVerification> => {
+    const fetched = await fetchAgentCard(url, agentFetchOptions(ctx.config));
+    if (!fetched.ok) {
+      if (fetched.status !== undefined) {
+        throw new ApiError('invalid_request', `The agent card URL answered ${fetched.status}`, { hint: 'agentCard: a URL that answers 200 with the JSON agent card' });
+      }
+      if (fetched.reason === 'card_invalid') {
+        throw new ApiError('invalid_request', fetched.detail.replace(/^the/, 'The'), { hint: 'agentCard: a URL that answers the JSON agent card (A2A)' });
+      }
+      throw new ApiError('invalid_request', `The agent card could not be fetched: ${fetched.detail}`, {
         hint: 'agentCard: a public http(s) URL answering JSON within 5 s and 64 KB',
       });
     }
-    if (res.status < 200 || res.status > 299) {
-      throw new ApiError('invalid_request', `The agent card URL answered ${res.status}`, { hint: 'agentCard: a URL that answers 200 with the JSON agent card' });
-    }
-    let card: unknown;
-    try {
-      card = JSON.parse(res.body.toString('utf8'));
-    } catch {
-      throw new ApiError('invalid_request', 'The agent card is not JSON', { hint: 'agentCard: a URL that answers the JSON agent card (A2A)' });
-    }
-    if (!card || typeof card !== 'object' || Array.isArray(card)) {
-      throw new ApiError('invalid_request', 'The agent card is not a JSON object', { hint: 'agentCard: a URL that answers the JSON agent card (A2A)' });
-    }
-    const named = cardDid(card);
+    const named = cardDid(fetched.card);
     if (named && named !== did) {
       throw new ApiError('policy_refusal', `The agent card names ${echo(named, 128)}, not ${did}`, {
         hint: `Publish a card whose "did" (or "id") is ${did}, or leave agentCard out`,
       });
     }
+    let key;
+    try {
+      key = await ledger.keys.resolve(accountId);
+    } catch {
+      throw new ApiError('service_unavailable', 'The ledger mirror cannot be read', { hint: 'Retry after 30 seconds' });
+    }
+    return verifyAgentCard(fetched.card, did, named, key ? { type: keyTypeOf(key), raw: key.toBytesRaw() } : null);
   };
 
   /**
@@ -196,7 +202,7 @@ export function agentRegistrations(ctx: AppContext, settings: WorkflowSettings) 
         hint: `capabilities: the passport grants ${passport.capabilities.join(', ') || 'none'}`,
       });
     }
-    if (body.agentCard) await checkAgentCard(body.agentCard, did);
+    const card = body.agentCard ? await checkAgentCard(body.agentCard, did, accountId) : undefined;
 
     const capabilities = normaliseCapabilities(body.capabilities as Capability[]);
     const skills = body.skills ? normaliseSkills(body.skills) : undefined;
@@ -220,7 +226,7 @@ export function agentRegistrations(ctx: AppContext, settings: WorkflowSettings) 
         hint: 'description, skills: shorten them (or the endpoint and agentCard URLs) so the registration fits in 1024 bytes of JSON',
       });
     }
-    const claim = await claimAgent(sql, { ...entry, network, workflowId });
+    const claim = await claimAgent(sql, { ...entry, network, workflowId, ...(card ? { card } : {}) });
     if (!claim.claimed) throw alreadyRegistered(claim.conflict, claim.conflict === 'did' ? did : body.name);
 
     const input: AgentRegistrationInput = { ...entry, network, ...(settings.timings ? { timings: settings.timings } : {}) };

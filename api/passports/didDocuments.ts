@@ -16,6 +16,7 @@ import { buildDidDocument, type DidDocument } from '../../domain/didDocument.js'
 import type { HederaDid } from '@agent-passport/core/did';
 import { keyTypeOf } from '@agent-passport/core/keys';
 import type { PassportRow } from '../../db/queries/passports.js';
+import type { AgentEntry } from '../../domain/directory.js';
 
 /** How long a served DID document's account key goes without a background re-check against the mirror. */
 export const KEY_RECHECK_MS = 60_000;
@@ -23,6 +24,8 @@ export const KEY_RECHECK_MS = 60_000;
 interface DidEntry {
   /** the passport row the document was built from (the cache replaces the object on any change) */
   row: PassportRow;
+  /** the directory entry it was built from (likewise replaced on any change: a probe, a re-verified card) */
+  agent: AgentEntry | undefined;
   base: string;
   key: PublicKey;
   body: string;
@@ -30,14 +33,18 @@ interface DidEntry {
   checking?: boolean;
 }
 
-/** The DID documents of one app, serialised by `serialize` (the route's response schema). */
-export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (doc: DidDocument) => string) {
+/**
+ * The DID documents of one app, serialised by `serialize` (the route's response schema); `agentOf`
+ * gives a DID's directory entry, whose A2A card (and its verification) the document's services name.
+ */
+export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (doc: DidDocument) => string, agentOf: (did: string) => AgentEntry | undefined = () => undefined) {
   const ledger = ctx.ledger!;
   const network = ledger.deployment.network;
   const docs = new Map<string, DidEntry>();
 
-  const render = (did: string, row: PassportRow, base: string, key: PublicKey): string => {
+  const render = (did: string, row: PassportRow, agent: AgentEntry | undefined, base: string, key: PublicKey): string => {
     const serial = Number(row.serial);
+    const card = agent?.agentCard ? { url: agent.agentCard, cardVerified: agent.cardVerified ?? false, cardVerification: agent.cardVerification ?? 'not_checked' } : undefined;
     return serialize(
       buildDidDocument({
         did,
@@ -48,6 +55,7 @@ export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (
         tokenId: row.token_id,
         serialNumber: serial,
         tier: row.tier,
+        ...(card ? { agentCard: card } : {}),
       }),
     );
   };
@@ -60,7 +68,7 @@ export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (
       .then((key) => {
         if (docs.get(did) !== entry) return;
         if (!key) docs.delete(did);
-        else if (!key.equals(entry.key)) docs.set(did, { ...entry, key, body: render(did, entry.row, entry.base, key), checkedAt: Date.now(), checking: false });
+        else if (!key.equals(entry.key)) docs.set(did, { ...entry, key, body: render(did, entry.row, entry.agent, entry.base, key), checkedAt: Date.now(), checking: false });
         else entry.checkedAt = Date.now();
       })
       .catch(() => {
@@ -84,8 +92,9 @@ export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (
       docs.delete(did);
       throw missing();
     }
+    const agent = agentOf(did);
     const hit = docs.get(did);
-    if (hit && hit.row === row && hit.base === base) {
+    if (hit && hit.row === row && hit.agent === agent && hit.base === base) {
       if (!hit.checking && Date.now() - hit.checkedAt > KEY_RECHECK_MS) recheckKey(did, parsed.accountId, hit);
       return hit.body;
     }
@@ -96,9 +105,9 @@ export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (
       throw new ApiError('service_unavailable', 'The ledger mirror is unavailable', { hint: 'Retry after 30 seconds' });
     }
     if (!key) throw missing();
-    const body = render(did, row, base, key);
+    const body = render(did, row, agent, base, key);
     if (docs.size >= 10_000) docs.clear();
-    docs.set(did, { row, base, key, body, checkedAt: Date.now() });
+    docs.set(did, { row, agent, base, key, body, checkedAt: Date.now() });
     return body;
   }
 

@@ -2,7 +2,7 @@
  * GET /did/{did}: the W3C DID document of a ledger DID backed by an active passport (SPEC 2, 3):
  * the account key read from the mirror as the verification method (Ed25519VerificationKey2020 or
  * EcdsaSecp256k1VerificationKey2019), authentication and assertionMethod, and services for the
- * agent endpoint and the passport. 400 when the DID is not did:hedera:{network}:{accountId}; 404
+ * agent endpoint, its A2A card (with cardVerified and cardVerification, from the directory) and the passport. 400 when the DID is not did:hedera:{network}:{accountId}; 404
  * when no active passport backs it. Served from memory (api/passports/didDocuments.ts).
  */
 import { z } from 'zod';
@@ -23,14 +23,24 @@ const didDocumentSchema = z
     verificationMethod: z.array(z.object({ id: z.string(), type: z.string(), controller: z.string(), publicKeyMultibase: z.string() })),
     authentication: z.array(z.string()),
     assertionMethod: z.array(z.string()),
-    service: z.array(z.object({ id: z.string(), type: z.string(), serviceEndpoint: z.string() })),
+    service: z.array(
+      z.object({
+        id: z.string(),
+        type: z.string(),
+        serviceEndpoint: z.string(),
+        cardVerified: z.boolean().optional().describe("A2AAgentCard service: the card carries a signature (A2A v1.0 section 8.4) by this DID's key"),
+        cardVerification: z.string().optional().describe('A2AAgentCard service: why it is or is not verified (as the directory entry says)'),
+      }),
+    ),
   })
   .loose()
   .meta({ id: 'DidDocument' });
 
 const didRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const network = ctx.ledger!.deployment.network;
-  const documents = didDocuments(ctx, usePassportCache(app, ctx.sql!), serializerFor(didDocumentSchema));
+  // the directory (installed after this plugin) names the agent's A2A card and its verification
+  const agentOf = (did: string) => (app.hasDecorator('agentDirectory') ? app.agentDirectory.get(did) : undefined);
+  const documents = didDocuments(ctx, usePassportCache(app, ctx.sql!), serializerFor(didDocumentSchema), agentOf);
 
   app.get(
     '/did/:did',

@@ -10,7 +10,9 @@
  *                                            passport (active passport), directory entry and agent
  *                                            card (registered agent); 404 for a DID with neither,
  *                                            400 without resource
- *   /.well-known/agent-card.json             the A2A (v1.0) agent card of the service itself
+ *   /.well-known/agent-card.json             the A2A (v1.0) agent card of the service itself, signed
+ *                                            (section 8.4: JWS over its RFC 8785 form, the trust
+ *                                            snapshot key, published in the signature directory)
  *
  * URLs are absolute, from PUBLIC_BASE_URL (else the request's own origin), so the issuer the
  * metadata names is the one the tokens carry.
@@ -24,6 +26,9 @@ import { API_VERSION } from '../plugins/openapi.js';
 import { errorResponses } from '../schemas/common.js';
 import { jrdSchema, webfingerQuerySchema } from '../schemas/discovery.js';
 import { findAgent } from '../../db/queries/agents.js';
+import { cardSigningPayload } from '../../domain/agentCardSignature.js';
+import type { TrustSigner } from '../trust/signingKey.js';
+import { SIGNATURE_DIRECTORY_PATH } from './wellKnown.js';
 import { parseHederaDid } from '@agent-passport/core/did';
 import { AUTHORIZE_ROUTE, GRANT_TYPES, JWKS_ROUTE, OAUTH_SCOPES, TOKEN_AUTH_METHODS, TOKEN_ROUTE } from './oauth.js';
 import { ME_ROUTE, REGISTER_ROUTE } from './registry/index.js';
@@ -119,9 +124,34 @@ export function serviceAgentCard(base: string, registry = true) {
   return { ...rest, skills: rest.skills.filter((s) => s.id !== 'registry') };
 }
 
+/** Signed cards kept per base URL (PUBLIC_BASE_URL, or each origin the API was reached by): a handful. */
+const SIGNED_CARDS_MAX = 16;
+
+/**
+ * The service card with its A2A v1.0 signature (section 8.4): a detached JWS (EdDSA) over the
+ * canonical card, by the trust snapshot key (kid as in the signature directory, jku naming it).
+ * Signed once per base URL and kept.
+ */
+export function signedServiceCards(signer: TrustSigner) {
+  const signed = new Map<string, string>();
+  return async (base: string, registry: boolean): Promise<string> => {
+    const key = `${registry ? 1 : 0}${base}`;
+    const hit = signed.get(key);
+    if (hit !== undefined) return hit;
+    const card = serviceAgentCard(base, registry);
+    const payload = new TextEncoder().encode(cardSigningPayload(card));
+    const signature = await signer.signJws(payload, { typ: 'JOSE', kid: signer.keyId, jku: `${base}${SIGNATURE_DIRECTORY_PATH}` });
+    const body = JSON.stringify({ ...card, signatures: [signature] });
+    if (signed.size >= SIGNED_CARDS_MAX) signed.delete(signed.keys().next().value!);
+    signed.set(key, body);
+    return body;
+  };
+}
+
 const discoveryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   const base = (request: FastifyRequest) => publicBase(ctx, request);
   const json = 'application/json; charset=utf-8';
+  const signedCard = signedServiceCards(app.trustSnapshots.signer);
 
   app.get('/.well-known/api-catalog', { schema: { tags: ['discovery'], summary: 'API catalog (RFC 9727 linkset): OpenAPI, docs, status' } }, async (request, reply) =>
     reply
@@ -130,7 +160,7 @@ const discoveryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
       .send(apiCatalog(base(request))),
   );
   app.get('/.well-known/agent-card.json', { schema: { tags: ['discovery'], summary: 'The A2A agent card (v1.0) of this service' } }, async (request, reply) =>
-    reply.type(json).send(serviceAgentCard(base(request), ctx.sql !== undefined)),
+    reply.type(json).send(await signedCard(base(request), ctx.sql !== undefined)),
   );
 
   // The OAuth documents and WebFinger need PostgreSQL (registry keys, passports, directory): without it

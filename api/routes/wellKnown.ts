@@ -13,6 +13,9 @@ import { exportJWK } from 'jose';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 
+/** The signature directory: the trust snapshot key, which also signs the service's A2A card (routes/discovery.ts). */
+export const SIGNATURE_DIRECTORY_PATH = '/.well-known/http-message-signatures-directory';
+
 export const SIGNATURES_DIRECTORY_MEDIA_TYPE = 'application/http-message-signatures-directory+json';
 
 export const jwksSchema = z
@@ -29,7 +32,7 @@ interface WellKnownDocument {
 
 const WELL_KNOWN: WellKnownDocument[] = [
   {
-    path: '/.well-known/http-message-signatures-directory',
+    path: SIGNATURE_DIRECTORY_PATH,
     summary: 'Key directory (JWKS) of the trust snapshot signing key',
     mediaTypes: ['application/json', SIGNATURES_DIRECTORY_MEDIA_TYPE],
     async build(app) {

@@ -1,6 +1,9 @@
 /** zod schemas of the directory routes (SPEC 2 "Agent directory entry", 4.2, 4.3 rebuild-cache; DESIGN.md section 10). */
 import { z } from 'zod';
 import { DIRECTORY_LIMITS } from '../../domain/directory.js';
+import { CARD_VERIFICATION_REASONS, type CardVerificationReason } from '../../domain/agentCardSignature.js';
+
+const CARD_VERIFICATION_CODES = Object.keys(CARD_VERIFICATION_REASONS) as [CardVerificationReason, ...CardVerificationReason[]];
 import { LIMITS, capabilitySchema, didString, httpUrl, linkMapSchema, paginationQuery } from './common.js';
 
 const NO_CONTROL_CHARS = /^[^\p{Cc}]*$/u;
@@ -29,7 +32,10 @@ export const agentRegisterBodySchema = z
     description: z.string().trim().min(1).max(DIRECTORY_LIMITS.descriptionMax).optional(),
     agentCard: httpUrl
       .optional()
-      .describe("URL of the agent's A2A card, fetched by the service (5 s, 64 KB, public addresses only); a card naming another DID answers 409"),
+      .describe(
+        "URL of the agent's A2A card, fetched by the service (5 s, 64 KB, public addresses only; loopback too in development); a card naming another DID answers 409. " +
+          "A card signed by the DID's account key (A2A v1.0 section 8.4) shows cardVerified in the entry",
+      ),
   })
   .strict()
   .meta({ id: 'AgentRegistration' });
@@ -68,6 +74,18 @@ export const agentEntrySchema = z
     skills: z.array(z.string()).optional(),
     description: z.string().optional(),
     agentCard: z.string().optional(),
+    online: z
+      .boolean()
+      .nullable()
+      .optional()
+      .describe("Liveness: whether the last probe reached the agent's card or endpoint (probed at most every DIRECTORY_PROBE_EVERY_S); null before the first probe"),
+    lastSeenAt: z.number().nullable().optional().describe("The last probe (or the registration's card fetch) the agent answered, Unix milliseconds; null: never"),
+    stale: z.boolean().optional().describe('Not seen for DIRECTORY_STALE_AFTER_S (since its registration when never seen)'),
+    cardVerified: z.boolean().optional().describe("The agent's A2A card carries a signature (A2A v1.0 section 8.4) by the account key of its DID; checked at registration and by each probe"),
+    cardVerification: z
+      .enum(CARD_VERIFICATION_CODES)
+      .optional()
+      .describe('Why the card is or is not verified: ' + CARD_VERIFICATION_CODES.map((c) => `${c} (${CARD_VERIFICATION_REASONS[c]})`).join('; ')),
     marketplace: marketRecordSchema.optional(),
     _links: linkMapSchema.optional(),
   })
@@ -79,6 +97,11 @@ export const agentsQuerySchema = z
     capability: capabilitySchema.optional().describe('Only agents with this capability'),
     skill: z.string().trim().min(1).max(DIRECTORY_LIMITS.skillMax).optional().describe('Only agents with this skill (case-insensitive)'),
     name: z.string().trim().min(1).max(DIRECTORY_LIMITS.nameMax).optional().describe('Case-insensitive substring of the name'),
+    online: z
+      .enum(['true', 'false'])
+      .transform((v) => v === 'true')
+      .optional()
+      .describe('true: only agents the last probe reached; false: only the others (offline or not probed yet)'),
   })
   .strict();
 

@@ -11,6 +11,7 @@
  * hex (the same bytes as the JWK "x" of the signature directory, there in base64url).
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { FlattenedSign, type JWSHeaderParameters } from 'jose';
 import type { Config } from '../../config/index.js';
 
 export interface TrustSigner {
@@ -22,6 +23,11 @@ export interface TrustSigner {
   ephemeral: boolean;
   /** Ed25519 signature (hex) of the 32 bytes of a sha256 hex digest */
   signHash(hashHex: string): string;
+  /**
+   * A flattened JWS (alg EdDSA) over `payload`, detached: its protected header and signature only
+   * (the service's A2A card, section 8.4, under the same key and kid as the snapshots).
+   */
+  signJws(payload: Uint8Array, protectedHeader: Omit<JWSHeaderParameters, 'alg'>): Promise<{ protected: string; signature: string }>;
 }
 
 function privateKeyFrom(text: string): KeyObject {
@@ -51,6 +57,10 @@ export function makeTrustSigner(config: Pick<Config, 'TRUST_SIGNING_KEY' | 'TRUS
     publicKey,
     ephemeral: !config.TRUST_SIGNING_KEY,
     signHash: (hashHex) => sign(null, hashBytes(hashHex), privateKey).toString('hex'),
+    async signJws(payload, protectedHeader) {
+      const jws = await new FlattenedSign(payload).setProtectedHeader({ ...protectedHeader, alg: 'EdDSA' }).sign(privateKey);
+      return { protected: jws.protected!, signature: jws.signature };
+    },
   };
 }
 

@@ -9,6 +9,7 @@ import { CHANNELS, notifyChange, RELOAD_ALL } from '../notify.js';
 import type { AgentEntry, AgentRegisteredMessage } from '../../domain/directory.js';
 import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
+import type { CardVerificationReason } from '../../domain/agentCardSignature.js';
 
 /** NOTIFY payload after a rebuild: reload the whole directory (db/notify.ts, every channel's). */
 export { RELOAD_ALL };
@@ -33,6 +34,13 @@ export interface AgentRow {
   directory_transaction_id: string | null;
   audit_transaction_id: string | null;
   workflow_id: string | null;
+  /** liveness and card verification (0062_directory_liveness) */
+  probed_at: Date | null;
+  last_seen_at: Date | null;
+  online: boolean | null;
+  stale: boolean;
+  card_verified: boolean;
+  card_verification: string | null;
 }
 
 /** The served entry of a registered row, and its place in the directory order. */
@@ -52,6 +60,11 @@ export function agentEntryOf(row: AgentRow): { entry: AgentEntry; sequence: numb
   if (row.skills) entry.skills = row.skills;
   if (row.description) entry.description = row.description;
   if (row.agent_card) entry.agentCard = row.agent_card;
+  entry.online = row.online ?? null;
+  entry.lastSeenAt = row.last_seen_at?.getTime() ?? null;
+  entry.stale = row.stale ?? false;
+  entry.cardVerified = row.card_verified ?? false;
+  entry.cardVerification = (row.card_verification ?? (row.agent_card ? 'not_checked' : 'no_card')) as CardVerificationReason;
   return { entry, sequence: Number(row.directory_sequence ?? 0) };
 }
 
@@ -84,6 +97,8 @@ export interface AgentClaim {
   agentCard?: string;
   tier: string;
   workflowId: string;
+  /** the card's verification at registration (the card answered then: the entry starts online) */
+  card?: { cardVerified: boolean; cardVerification: string };
 }
 
 export type AgentClaimOutcome = { claimed: true } | { claimed: false; conflict: 'did' | 'name'; row: AgentRow };
@@ -95,10 +110,11 @@ export type AgentClaimOutcome = { claimed: true } | { claimed: false; conflict: 
 export async function claimAgent(sql: Sql, c: AgentClaim): Promise<AgentClaimOutcome> {
   const inserted = await sql<AgentRow[]>`
     insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, description,
-                        agent_card, tier, status, workflow_id)
+                        agent_card, tier, status, workflow_id, card_verified, card_verification, online, last_seen_at)
     values (${c.did}, ${c.network}, ${c.accountId}, ${c.tokenId}, ${c.serial}, ${c.name}, ${sql.json(c.capabilities)},
             ${c.skills ? sql.json(c.skills) : null}, ${c.endpoint}, ${c.description ?? null}, ${c.agentCard ?? null},
-            ${c.tier}, 'pending', ${c.workflowId})
+            ${c.tier}, 'pending', ${c.workflowId}, ${c.card?.cardVerified ?? false}, ${c.card?.cardVerification ?? null},
+            ${c.card ? true : null}, ${c.card ? new Date() : null})
     on conflict do nothing
     returning did`;
   if (inserted.length === 1) return { claimed: true };
@@ -182,6 +198,12 @@ export interface ReplayedAgent {
  */
 export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[], throughSequence: number): Promise<{ written: number; active: number }> {
   return sql.begin(async (tx) => {
+    // what probes found (liveness, card verification: not on the topic) is kept across the replay, the
+    // card's verification only for the same card URL
+    await tx`
+      create temp table kept_liveness on commit drop as
+        select did, agent_card, probed_at, last_seen_at, online, stale, card_verified, card_verification from agents
+         where status = 'registered' and (directory_sequence is null or directory_sequence <= ${throughSequence})`;
     // rows of registrations the replay did not read (recorded after the topic was read) stay
     await tx`delete from agents where status = 'registered' and (directory_sequence is null or directory_sequence <= ${throughSequence})`;
     let written = 0;
@@ -218,10 +240,65 @@ export async function replaceDirectory(sql: Sql, agents: readonly ReplayedAgent[
         returning did`;
       written += r.length;
     }
+    await tx`
+      update agents a set probed_at = k.probed_at, last_seen_at = k.last_seen_at, online = k.online, stale = k.stale,
+             card_verified = k.card_verified and a.agent_card is not distinct from k.agent_card,
+             card_verification = case when a.agent_card is not distinct from k.agent_card then k.card_verification end
+        from kept_liveness k
+       where a.did = k.did and a.status = 'registered'`;
     const [{ n }] = await tx<{ n: bigint }[]>`select count(*)::bigint as n from agents where status = 'registered' and active`;
     await notifyChange(tx, CHANNELS.agent, RELOAD_ALL);
     return { written, active: Number(n) };
   }) as Promise<{ written: number; active: number }>;
+}
+
+// ------------------------------------------------------------------ liveness (issue 29 item 6)
+
+/** An active entry due for a probe (workflows/directoryProbe.ts). */
+export interface ProbeDueRow {
+  did: string;
+  account_id: string;
+  endpoint: string;
+  agent_card: string | null;
+}
+
+/** Active registered entries of `network` not probed for `everyMs`: never probed first, then the longest ago; at most `limit`. */
+export async function listProbeDue(sql: Sql, network: string, everyMs: number, limit: number): Promise<ProbeDueRow[]> {
+  return sql<ProbeDueRow[]>`
+    select did, account_id, endpoint, agent_card from agents
+     where status = 'registered' and active and network = ${network}
+       and (probed_at is null or probed_at <= now() - make_interval(secs => ${everyMs / 1000}))
+     order by probed_at nulls first, directory_sequence
+     limit ${limit}`;
+}
+
+export interface ProbeRecord {
+  did: string;
+  online: boolean;
+  /** set when the card was fetched and checked again */
+  card?: { cardVerified: boolean; cardVerification: string };
+  staleAfterMs: number;
+}
+
+/**
+ * Writes what a probe found and announces the entry: online, last seen now when online, stale when
+ * not seen (since its registration if never) for `staleAfterMs`; the card's verification when it was
+ * checked again.
+ */
+export async function recordProbe(sql: Sql, p: ProbeRecord): Promise<void> {
+  await sql.begin(async (tx) => {
+    const rows = await tx`
+      update agents set
+        probed_at = now(),
+        online = ${p.online},
+        last_seen_at = case when ${p.online} then now() else last_seen_at end,
+        stale = not ${p.online} and coalesce(last_seen_at, registered_at, created_at) <= now() - make_interval(secs => ${p.staleAfterMs / 1000}),
+        card_verified = coalesce(${p.card?.cardVerified ?? null}::boolean, card_verified),
+        card_verification = coalesce(${p.card?.cardVerification ?? null}::text, card_verification)
+       where did = ${p.did} and status = 'registered'
+      returning did`;
+    if (rows.length === 1) await notifyChange(tx, CHANNELS.agent, p.did);
+  });
 }
 
 /**

@@ -56,6 +56,8 @@ export function devEnv(secrets: DevSecrets): Record<string, string> {
     OAUTH_SIGNING_KEY: secrets.oauthSigningKey,
     OAUTH_SIGNING_KEY_ID: secrets.oauthSigningKeyId,
     NODE_ENV: 'development',
+    // directory liveness probed every minute, so a local agent that stops shows offline within minutes (unless set)
+    DIRECTORY_PROBE_EVERY_S: process.env.DIRECTORY_PROBE_EVERY_S ?? '60',
   };
 }
 

@@ -5,7 +5,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, SignJWT, type JWK } from 'jose';
+import canonicalize from 'canonicalize';
+import { canonicalizeAgentCard, verifyAgentCardSignature } from '@a2a-js/sdk';
 import { createSql, type Sql } from '../../db/client.js';
 import { CHANNELS, notifyChange } from '../../db/notify.js';
 import { passportKey } from '../../db/queries/passports.js';
@@ -300,6 +302,31 @@ describe('discovery documents and OAuth client credentials', () => {
     expect(card.securitySchemes.oauth.oauth2SecurityScheme.flows.clientCredentials.tokenUrl).toBe(`${base}/oauth/token`);
     expect((await get(card.securitySchemes.oauth.oauth2SecurityScheme.oauth2MetadataUrl)).status).toBe(200);
     expect((await get(card.documentationUrl)).status).toBe(200);
+  });
+
+  it('/.well-known/agent-card.json is signed (A2A v1.0 section 8.4): the @a2a-js/sdk verifier accepts it with the key of the signature directory, and refuses a tampered copy', async () => {
+    const card = (await get('/.well-known/agent-card.json')).body;
+    expect(card.signatures).toHaveLength(1);
+    const header = decodeProtectedHeader(card.signatures[0]);
+    expect(header).toMatchObject({ alg: 'EdDSA', typ: 'JOSE', jku: `${base}/.well-known/http-message-signatures-directory` });
+    const directory = (await get('/.well-known/http-message-signatures-directory')).body;
+    expect(directory.keys.map((k: { kid: string }) => k.kid)).toContain(header.kid);
+    // the verifier fetches the key the way a client would: from the jku, by kid
+    const asked: string[] = [];
+    const verify = verifyAgentCardSignature(async (kid, jku) => {
+      asked.push(`${kid} ${jku}`);
+      const jwks = (await get(jku!)).body as { keys: (JWK & { kid: string })[] };
+      const jwk = jwks.keys.find((k) => k.kid === kid);
+      if (!jwk) throw new Error(`no key ${kid}`);
+      return jwk;
+    });
+    await expect(verify(card)).resolves.toBeUndefined();
+    expect(asked).toEqual([`${header.kid} ${base}/.well-known/http-message-signatures-directory`]);
+    // the signed payload is the RFC 8785 form of the whole card, which is also the SDK's schema form
+    const { signatures: _s, ...unsigned } = card;
+    expect(canonicalizeAgentCard(card)).toBe(canonicalize(unsigned));
+    await expect(verify({ ...card, description: `${card.description} (changed)` })).rejects.toThrow(/No valid signatures/);
+    await expect(verify({ ...card, skills: card.skills.slice(1) })).rejects.toThrow(/No valid signatures/);
   });
 });
 

@@ -9,11 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { AccountId, NftId, TokenId, TransferTransaction } from '@hashgraph/sdk';
 import { createSql, type Sql } from '../../db/client.js';
+import { findAgent, recordProbe } from '../../db/queries/agents.js';
 import { createLedgerClient } from '../../ledger/client.js';
 import { freezeAccount } from '../../ledger/operations.js';
 import { parseDirectoryMessage } from '../../domain/directory.js';
 import { buildTestApp } from '../support/app.js';
-import { signedHeaders, type TestAgent } from '../support/signing.js';
+import { signAgentCardAs, signedHeaders, type TestAgent } from '../support/signing.js';
 import { eventually } from '../support/eventually.js';
 import { ADMIN_TOKEN, getJson, paidPost, recordFixture, signedPost, startPassportStack, type PassportStack, buyPassport } from './passportHarness.js';
 
@@ -64,10 +65,15 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     await appB.listen({ port: 0, host: '127.0.0.1' });
     b = { app: appB, baseUrl: `http://127.0.0.1:${(appB.server.address() as AddressInfo).port}` };
 
-    // agent cards served locally: /card/<did> names that DID
+    // agent cards served locally: /card/<did> names that DID; /signed/<did> too, signed by that agent's account key (A2A v1.0 section 8.4)
     cards = http.createServer((req, res) => {
-      const did = decodeURIComponent(req.url!.replace(/^\/card\//, ''));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name: 'card', did, url: 'https://agent.example.com/a2a', version: '1.0' }));
+      const signed = req.url!.startsWith('/signed/');
+      const did = decodeURIComponent(req.url!.replace(/^\/(card|signed)\//, ''));
+      const card = { name: 'card', did, url: 'https://agent.example.com/a2a', version: '1.0' };
+      const signer = agents.find((a) => a.did === did);
+      void (signed && signer ? signAgentCardAs(signer, card) : Promise.resolve(card)).then((body) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
+      );
     });
     await new Promise<void>((r) => cards.listen(0, '127.0.0.1', r));
     cardBase = `http://127.0.0.1:${(cards.address() as AddressInfo).port}/card/`;
@@ -157,12 +163,20 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
     // instance B (TRUST_ALLOW_PRIVATE): a card naming someone else is a conflict
     const otherCard = await register('b', agent, { ...body, agentCard: `${cardBase}${encodeURIComponent(agents[0].did)}` });
     expect([otherCard.status, otherCard.body.code]).toEqual([409, 'policy_refusal']);
-    const ok = await register('b', agent, { ...body, agentCard: `${cardBase}${encodeURIComponent(agent.did)}` });
+    // a card signed by the DID's account key (issue 29 item 5): the entry says verified, and online since the card answered
+    const signedCard = `${cardBase.replace(/\/card\/$/, '/signed/')}${encodeURIComponent(agent.did)}`;
+    const ok = await register('b', agent, { ...body, agentCard: signedCard });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect(ok.body).toMatchObject({ did: agent.did, tier: 'gold', capabilities: ['api_call', 'payment'], agentCard: `${cardBase}${encodeURIComponent(agent.did)}` });
+    expect(ok.body).toMatchObject({ did: agent.did, tier: 'gold', capabilities: ['api_call', 'payment'], agentCard: signedCard, cardVerified: true, cardVerification: 'verified', online: true, stale: false });
+    expect(typeof ok.body.lastSeenAt).toBe('number');
     // and instance A sees it
     const onA = await eventually(() => getJson(ps, `/agents/${encodeURIComponent(agent.did)}`), (x) => x.status === 200);
     expect(onA.body.name).toBe('Gold Payer');
+    // its DID document names the card and its verification, on both instances (from the directory in memory)
+    for (const get of [getB, (p: string) => getJson(ps, p)]) {
+      const doc = await eventually(() => get(`/did/${agent.did}`), (x) => x.status === 200 && JSON.stringify(x.body).includes('A2AAgentCard'));
+      expect(doc.body.service).toContainEqual({ id: `${agent.did}#agent-card`, type: 'A2AAgentCard', serviceEndpoint: signedCard, cardVerified: true, cardVerification: 'verified' });
+    }
   });
 
   it('409 agent_already_registered for a DID or a name (case-insensitive) already in the directory', async () => {
@@ -323,10 +337,14 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
 
     const [{ n }] = await ps.sql<{ n: bigint }[]>`select count(*)::bigint as n from agents where status = 'registered'`;
     expect(Number(n)).toBe(4);
-    const afterA = await eventually(() => getJson(ps, '/agents'), (x) => JSON.stringify(x.body.agents) === JSON.stringify(before));
-    const afterB = await eventually(() => getB('/agents'), (x) => JSON.stringify(x.body.agents) === JSON.stringify(before));
-    expect(afterA.body.agents).toEqual(before);
-    expect(afterB.body.agents).toEqual(before);
+    // what probes found (liveness, card verification) is not on the topic: with the projection emptied it
+    // is known again after the next probe, and the card says so meanwhile
+    const fromTopic = (list: Record<string, unknown>[]) => list.map(({ online: _o, lastSeenAt: _l, stale: _s, cardVerified: _c, cardVerification: _v, ...rest }) => rest);
+    const afterA = await eventually(() => getJson(ps, '/agents'), (x) => JSON.stringify(fromTopic(x.body.agents)) === JSON.stringify(fromTopic(before)));
+    const afterB = await eventually(() => getB('/agents'), (x) => JSON.stringify(fromTopic(x.body.agents)) === JSON.stringify(fromTopic(before)));
+    expect(fromTopic(afterA.body.agents)).toEqual(fromTopic(before));
+    expect(fromTopic(afterB.body.agents)).toEqual(fromTopic(before));
+    expect(afterA.body.agents.find((a: { name: string }) => a.name === 'Gold Payer')).toMatchObject({ online: null, cardVerified: false, cardVerification: 'not_checked' });
     await recordFixture(ps, ps.workflowId('directory-rebuild'), 'directoryRebuild');
 
     // a registration recorded after the rebuild read the topic (a later sequence number) survives it
@@ -334,8 +352,20 @@ describe('agent directory end to end (register, list, revoke, rebuild; two API i
       insert into agents (did, network, account_id, token_id, serial, name, capabilities, endpoint, tier, registered_at, status, directory_sequence)
       values ('did:hedera:local:0.0.454545', 'local', '0.0.454545', '0.0.1', 99, 'Late Comer', '["api_call"]'::jsonb, 'https://l.example.com',
               'bronze', now(), 'registered', 1000000)`;
+    // what a probe found about a replayed entry (not on the topic) is kept by a rebuild that replaces its row
+    const gold = agents[1].did;
+    await recordProbe(ps.sql, { did: gold, online: true, staleAfterMs: 86_400_000, card: { cardVerified: true, cardVerification: 'verified' } });
+    const probed = (await findAgent(ps.sql, gold))!;
     const again = await json(await fetch(`${ps.baseUrl}/admin/rebuild-cache`, { method: 'POST', headers: admin }));
     expect(again.body).toMatchObject({ agents: 4, active: 4 }); // 4 replayed; active counts the whole directory (3 + the late one)
+    const rebuilt = (await findAgent(ps.sql, gold))!;
+    expect(rebuilt.directory_sequence).toBe(probed.directory_sequence);
+    expect({ online: rebuilt.online, lastSeenAt: rebuilt.last_seen_at, cardVerified: rebuilt.card_verified, cardVerification: rebuilt.card_verification }).toEqual({
+      online: true,
+      lastSeenAt: probed.last_seen_at,
+      cardVerified: true,
+      cardVerification: 'verified',
+    });
     const [{ late }] = await ps.sql<{ late: bigint }[]>`select count(*)::bigint as late from agents where did = 'did:hedera:local:0.0.454545'`;
     expect(Number(late)).toBe(1);
     await ps.sql`delete from agents where did = 'did:hedera:local:0.0.454545'`;

@@ -55,4 +55,22 @@ describe('DID documents', () => {
     expect(doc.authentication).toEqual(['did:hedera:local:0.0.1001#key-1']);
     expect(doc.service.map((s) => s.type)).toEqual(['AgentService', 'AgentPassport']);
   });
+  it("names the agent's A2A card among the services, with whether its signature is by this DID's key (issue 29 item 5)", () => {
+    const doc = buildDidDocument({
+      did: 'did:hedera:local:0.0.1001',
+      keyType: 'ECDSA',
+      publicKeyRaw: Uint8Array.from([2, ...new Uint8Array(32).fill(9)]),
+      passportUrl: 'http://localhost:3000/passport/0.0.500/1',
+      endpoint: 'https://agent.example/a2a',
+      tokenId: '0.0.500',
+      serialNumber: 1,
+      tier: 'gold',
+      agentCard: { url: 'https://agent.example/.well-known/agent-card.json', cardVerified: false, cardVerification: 'signature_invalid' },
+    });
+    expect(doc.service).toEqual([
+      { id: 'did:hedera:local:0.0.1001#agent', type: 'AgentService', serviceEndpoint: 'https://agent.example/a2a' },
+      { id: 'did:hedera:local:0.0.1001#agent-card', type: 'A2AAgentCard', serviceEndpoint: 'https://agent.example/.well-known/agent-card.json', cardVerified: false, cardVerification: 'signature_invalid' },
+      { id: 'did:hedera:local:0.0.1001#passport', type: 'AgentPassport', serviceEndpoint: 'http://localhost:3000/passport/0.0.500/1' },
+    ]);
+  });
 });

@@ -1,5 +1,5 @@
 // Directory rules and the in-memory index (domain/directory.ts): filtered pages agree with a plain
-// filter over the same entries, replays keep first registrations, messages parse strictly.
+// filter over the same entries (the online filter of issue 29 item 6 among them), replays keep first registrations, messages parse strictly.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CAPABILITIES, type Capability } from '../../domain/capabilities.js';
@@ -40,6 +40,7 @@ describe('DirectoryIndex', () => {
       skills: fc.subarray(SKILLS),
       name: fc.constantFrom('alpha', 'Beta bot', 'gamma', 'ALPHA-two', 'delta'),
       seq: fc.integer({ min: 1, max: 1000 }),
+      online: fc.constantFrom(true, false, null),
     });
     fc.assert(
       fc.property(
@@ -50,10 +51,11 @@ describe('DirectoryIndex', () => {
           name: fc.option(fc.constantFrom('alp', 'BOT', 'a', 'zzz'), { nil: undefined }),
           limit: fc.integer({ min: 1, max: 10 }),
           offset: fc.integer({ min: 0, max: 45 }),
+          online: fc.option(fc.boolean(), { nil: undefined }),
         }),
         fc.boolean(),
         (items, q, incremental) => {
-          const all = items.map((x, i) => ({ entry: entry(i, x.caps, x.skills, `${x.name}-${i}`), sequence: x.seq }));
+          const all = items.map((x, i) => ({ entry: { ...entry(i, x.caps, x.skills, `${x.name}-${i}`), online: x.online }, sequence: x.seq }));
           const index = new DirectoryIndex();
           if (incremental) for (const a of [...all].reverse()) index.upsert(a.entry, a.sequence);
           else index.replaceAll(all);
@@ -62,7 +64,9 @@ describe('DirectoryIndex', () => {
             .map((a) => a.entry)
             .filter((e) => !q.capability || e.capabilities.includes(q.capability))
             .filter((e) => !q.skill || (e.skills ?? []).some((s) => s.toLowerCase() === q.skill!.toLowerCase()))
-            .filter((e) => !q.name || e.name.toLowerCase().includes(q.name.toLowerCase()));
+            .filter((e) => !q.name || e.name.toLowerCase().includes(q.name.toLowerCase()))
+            // online=false: offline or not probed yet (null)
+            .filter((e) => q.online === undefined || (e.online === true) === q.online);
           const got = index.query(q);
           expect(got.total).toBe(expected.length);
           expect(got.agents.map((a) => a.did)).toEqual(expected.slice(q.offset, q.offset + q.limit).map((a) => a.did));

@@ -4,6 +4,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPublicAddress, safeFetch, SafeFetchError } from '../../net/safeFetch.js';
+import { agentFetchOptions, loadConfig } from '../../config/index.js';
+
+const testConfig = (env: Record<string, string>) => loadConfig({ LOG_LEVEL: 'silent', ...env });
 
 describe('isPublicAddress', () => {
   it.each([
@@ -95,6 +98,16 @@ describe('safeFetch', () => {
     const r = await safeFetch(`http://127.0.0.1:${port}/card`, { allowPrivate: true });
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body.toString())).toEqual({ did: 'did:hedera:local:0.0.1001' });
+  });
+
+  it('allowLoopback (agents\' URLs in development: config agentFetchOptions) admits loopback and nothing else private', async () => {
+    const r = await safeFetch(`http://127.0.0.1:${port}/card`, { allowLoopback: true });
+    expect(r.status).toBe(200);
+    expect(await failure(safeFetch('http://intranet.test/card', { allowLoopback: true, lookup: async () => [{ address: '10.1.2.3', family: 4 }] }))).toBe('address_refused');
+    expect(await failure(safeFetch('http://meta.test/card', { allowLoopback: true, lookup: async () => [{ address: '169.254.169.254', family: 4 }] }))).toBe('address_refused');
+    expect(await failure(safeFetch(`http://[::ffff:127.0.0.1]:${port}/card`, { allowLoopback: true }))).toBe('address_refused');
+    expect(agentFetchOptions(testConfig({ NODE_ENV: 'development' }))).toEqual({ allowPrivate: false, allowLoopback: true });
+    expect(agentFetchOptions(testConfig({ NODE_ENV: 'test' }))).toEqual({ allowPrivate: false, allowLoopback: false });
   });
 
   it('refuses a host name that resolves to a private address, and one with any private address among public ones', async () => {

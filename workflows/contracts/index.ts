@@ -5,6 +5,7 @@
 import { a2aMessageContract } from './a2aMessage.js';
 import { agentRegistrationContract } from './agentRegistration.js';
 import { chainIndexerContract } from './chainIndexer.js';
+import { directoryProbeContract } from './directoryProbe.js';
 import { directoryRebuildContract } from './directoryRebuild.js';
 import { domainOwnershipContract } from './domainOwnership.js';
 import { escrowReconcilerContract } from './escrowReconciler.js';
@@ -21,6 +22,7 @@ export const workflowContracts = {
   a2aMessage: a2aMessageContract,
   agentRegistration: agentRegistrationContract,
   chainIndexer: chainIndexerContract,
+  directoryProbe: directoryProbeContract,
   directoryRebuild: directoryRebuildContract,
   domainOwnership: domainOwnershipContract,
   escrowReconciler: escrowReconcilerContract,
@@ -40,6 +42,7 @@ const keysAreTypes: { [K in keyof WorkflowContracts]: WorkflowContracts[K]['type
   a2aMessage: true,
   agentRegistration: true,
   chainIndexer: true,
+  directoryProbe: true,
   directoryRebuild: true,
   domainOwnership: true,
   escrowReconciler: true,

@@ -90,7 +90,7 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
     {
       schema: {
         tags: ['agents'],
-        summary: 'The agent directory, oldest registration first, from memory (filters: capability, skill, name substring)',
+        summary: 'The agent directory, oldest registration first, from memory (filters: capability, skill, name substring, online)',
         querystring: agentsQuerySchema,
         response: { 200: agentListSchema, ...errorResponses(400, 503) },
       },
@@ -98,7 +98,7 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
     async (request, reply) => {
       await ready();
       const q = request.query;
-      const { agents, total } = directory.query({ capability: q.capability, skill: q.skill, name: q.name, limit: q.limit, offset: q.offset });
+      const { agents, total } = directory.query({ capability: q.capability, skill: q.skill, name: q.name, online: q.online, limit: q.limit, offset: q.offset });
       // the list's shape (agentListSchema) around entries serialised once each
       return sendJson(reply, `{"agents":[${agents.map(entryJson).join(',')}],"count":${agents.length},"total":${total},"limit":${q.limit},"offset":${q.offset}}`);
     },

@@ -1151,7 +1151,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The agent directory, oldest registration first, from memory (filters: capability, skill, name substring) */
+        /** The agent directory, oldest registration first, from memory (filters: capability, skill, name substring, online) */
         get: {
             parameters: {
                 query?: {
@@ -1161,6 +1161,8 @@ export interface paths {
                     /** @description Case-insensitive substring of the name */
                     name?: string;
                     offset?: number;
+                    /** @description true: only agents the last probe reached; false: only the others (offline or not probed yet) */
+                    online?: "true" | "false";
                     /** @description Only agents with this skill (case-insensitive) */
                     skill?: string;
                 };
@@ -5777,9 +5779,18 @@ export interface components {
             active: boolean;
             agentCard?: string;
             capabilities: string[];
+            /**
+             * @description Why the card is or is not verified: verified (a signature of the card verifies with the account key of the agent's DID); no_card (the entry names no agent card); not_checked (the card has not been checked yet (the next probe checks it)); card_unreachable (the agent card could not be fetched (no answer, not 2xx, or over 64 KB)); card_invalid (the agent card is not a JSON object); did_mismatch (the agent card names another DID); unsigned (the agent card carries no signatures); no_account_key (the DID's account has no single ED25519 or ECDSA key to verify with); unsupported_algorithm (no signature uses EdDSA (ED25519 account) or ES256K (ECDSA account) with a kid); signature_invalid (no signature of the card verifies with the account key of the agent's DID)
+             * @enum {string}
+             */
+            cardVerification?: "verified" | "no_card" | "not_checked" | "card_unreachable" | "card_invalid" | "did_mismatch" | "unsigned" | "no_account_key" | "unsupported_algorithm" | "signature_invalid";
+            /** @description The agent's A2A card carries a signature (A2A v1.0 section 8.4) by the account key of its DID; checked at registration and by each probe */
+            cardVerified?: boolean;
             description?: string;
             did: string;
             endpoint: string;
+            /** @description The last probe (or the registration's card fetch) the agent answered, Unix milliseconds; null: never */
+            lastSeenAt?: number | null;
             /** @description The agent's marketplace record, from the marketplace topic */
             marketplace?: {
                 asClaimer: {
@@ -5795,8 +5806,12 @@ export interface components {
                 };
             };
             name: string;
+            /** @description Liveness: whether the last probe reached the agent's card or endpoint (probed at most every DIRECTORY_PROBE_EVERY_S); null before the first probe */
+            online?: boolean | null;
             serial: number;
             skills?: string[];
+            /** @description Not seen for DIRECTORY_STALE_AFTER_S (since its registration when never seen) */
+            stale?: boolean;
             tier: string;
             /** @description Registration time, Unix milliseconds */
             timestamp: number;
@@ -5815,9 +5830,18 @@ export interface components {
             active: boolean;
             agentCard?: string;
             capabilities: string[];
+            /**
+             * @description Why the card is or is not verified: verified (a signature of the card verifies with the account key of the agent's DID); no_card (the entry names no agent card); not_checked (the card has not been checked yet (the next probe checks it)); card_unreachable (the agent card could not be fetched (no answer, not 2xx, or over 64 KB)); card_invalid (the agent card is not a JSON object); did_mismatch (the agent card names another DID); unsigned (the agent card carries no signatures); no_account_key (the DID's account has no single ED25519 or ECDSA key to verify with); unsupported_algorithm (no signature uses EdDSA (ED25519 account) or ES256K (ECDSA account) with a kid); signature_invalid (no signature of the card verifies with the account key of the agent's DID)
+             * @enum {string}
+             */
+            cardVerification?: "verified" | "no_card" | "not_checked" | "card_unreachable" | "card_invalid" | "did_mismatch" | "unsigned" | "no_account_key" | "unsupported_algorithm" | "signature_invalid";
+            /** @description The agent's A2A card carries a signature (A2A v1.0 section 8.4) by the account key of its DID; checked at registration and by each probe */
+            cardVerified?: boolean;
             description?: string;
             did: string;
             endpoint: string;
+            /** @description The last probe (or the registration's card fetch) the agent answered, Unix milliseconds; null: never */
+            lastSeenAt?: number | null;
             /** @description The agent's marketplace record, from the marketplace topic */
             marketplace?: {
                 asClaimer: {
@@ -5833,8 +5857,12 @@ export interface components {
                 };
             };
             name: string;
+            /** @description Liveness: whether the last probe reached the agent's card or endpoint (probed at most every DIRECTORY_PROBE_EVERY_S); null before the first probe */
+            online?: boolean | null;
             serial: number;
             skills?: string[];
+            /** @description Not seen for DIRECTORY_STALE_AFTER_S (since its registration when never seen) */
+            stale?: boolean;
             tier: string;
             /** @description Registration time, Unix milliseconds */
             timestamp: number;
@@ -5861,7 +5889,7 @@ export interface components {
         AgentRegistration: {
             /**
              * Format: uri
-             * @description URL of the agent's A2A card, fetched by the service (5 s, 64 KB, public addresses only); a card naming another DID answers 409
+             * @description URL of the agent's A2A card, fetched by the service (5 s, 64 KB, public addresses only; loopback too in development); a card naming another DID answers 409. A card signed by the DID's account key (A2A v1.0 section 8.4) shows cardVerified in the entry
              */
             agentCard?: string;
             /** @description A subset of the passport's capabilities (else 400 agent_capability_invalid) */
@@ -5882,7 +5910,7 @@ export interface components {
         AgentRegistrationInput: {
             /**
              * Format: uri
-             * @description URL of the agent's A2A card, fetched by the service (5 s, 64 KB, public addresses only); a card naming another DID answers 409
+             * @description URL of the agent's A2A card, fetched by the service (5 s, 64 KB, public addresses only; loopback too in development); a card naming another DID answers 409. A card signed by the DID's account key (A2A v1.0 section 8.4) shows cardVerified in the entry
              */
             agentCard?: string;
             /** @description A subset of the passport's capabilities (else 400 agent_capability_invalid) */
@@ -6075,6 +6103,10 @@ export interface components {
             controller: string;
             id: string;
             service: {
+                /** @description A2AAgentCard service: why it is or is not verified (as the directory entry says) */
+                cardVerification?: string;
+                /** @description A2AAgentCard service: the card carries a signature (A2A v1.0 section 8.4) by this DID's key */
+                cardVerified?: boolean;
                 id: string;
                 serviceEndpoint: string;
                 type: string;
@@ -6095,6 +6127,10 @@ export interface components {
             controller: string;
             id: string;
             service: {
+                /** @description A2AAgentCard service: why it is or is not verified (as the directory entry says) */
+                cardVerification?: string;
+                /** @description A2AAgentCard service: the card carries a signature (A2A v1.0 section 8.4) by this DID's key */
+                cardVerified?: boolean;
                 id: string;
                 serviceEndpoint: string;
                 type: string;
