@@ -102,7 +102,7 @@ export const compiledSerializerCompiler: FastifySerializerCompiler<unknown> = (r
   return (zodSerializerCompiler as unknown as FastifySerializerCompiler<unknown>)(route);
 };
 
-/** Sends an already serialised JSON body (the route's response schema was applied when it was made). */
-export function sendJson(reply: FastifyReply, body: string): FastifyReply {
+/** Sends an already serialised JSON body (the route's response schema was applied when it was made); a Buffer is sent as it is, with no conversion per request. */
+export function sendJson(reply: FastifyReply, body: string | Buffer): FastifyReply {
   return reply.header('content-type', 'application/json; charset=utf-8').send(body);
 }

@@ -24,7 +24,15 @@
  * req/s (mean of rounds), p99 latency (median of rounds) and the app/bare ratio (median of the
  * rounds' ratios) per route, and the CPU time each server process spent per request (its
  * process.cpuUsage() around each round, asked over IPC): on a machine shared with other work the
- * CPU ratio is the steadier of the two, since waiting for a core does not count. BENCH_ROUTES=/did,/health measures a subset; BENCH_PROFILE=dir writes
+ * CPU ratio is the steadier of the two, since waiting for a core does not count.
+ *
+ * Reads at scale (issue 31): BENCH_SIZES=agents/open/closed,... (default 200/200/2000) seeds the
+ * database with `npm run seed`'s dataset (scripts/lib/seed.ts) at each size in turn and starts a fresh
+ * app process on it: the time until it listens, until every in-memory read answers (the caches' load
+ * from PostgreSQL), and its memory after a full GC (RSS, heap) go in a second table. The routes are
+ * then measured at the last size, e.g. BENCH_SIZES=1000/1000/10000,5000/5000/50000,10000/10000/100000.
+ *
+ * BENCH_ROUTES=/did,/health measures a subset; BENCH_PROFILE=dir writes
  * a CPU profile of the app process; BENCH_LOG_LEVEL overrides the app's log level (default info).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -32,9 +40,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pino from 'pino';
+import { SEED_TOKEN_ID, seedDatabase, seedDid, type SeedSize } from '../scripts/lib/seed.js';
+import { fmt } from './lib.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -77,9 +88,14 @@ async function serveApp() {
 async function serveBare() {
   const routes = JSON.parse(readFileSync(process.env.BENCH_BODIES!, 'utf8')) as Array<{ path: string; body: string }>;
   const app = Fastify({ logger: false });
+  // one route per path; paths measured with several query strings (/market/tasks) answer by the whole URL
+  const byUrl = new Map<string, unknown>();
   for (const r of routes) {
     const json = JSON.parse(r.body) as unknown;
-    app.get(r.path.split('?')[0]!, async () => json);
+    const path = r.path.split('?')[0]!;
+    if (!byUrl.has(path)) app.get(path, async (request) => byUrl.get(request.url));
+    byUrl.set(path, json);
+    byUrl.set(r.path, json);
   }
   await app.listen({ host: '127.0.0.1', port: 0 });
   answerCpuProbe();
@@ -95,6 +111,27 @@ function answerCpuProbe() {
       const u = process.cpuUsage();
       process.send?.(u.user + u.system);
     }
+    if (m === 'mem') {
+      // after a full collection (the app runs with --expose-gc): what the process keeps, not its garbage
+      (globalThis as { gc?: () => void }).gc?.();
+      const { rss, heapUsed, heapTotal, external } = process.memoryUsage();
+      process.send?.({ rss, heapUsed, heapTotal, external });
+    }
+  });
+}
+
+interface Memory {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+}
+
+/** A server process's memory after a full GC. */
+function memOf(child: ChildProcess): Promise<Memory> {
+  return new Promise((resolve) => {
+    child.once('message', (m) => resolve(m as Memory));
+    child.send('mem');
   });
 }
 
@@ -109,7 +146,8 @@ function cpuOf(child: ChildProcess): Promise<number> {
 function startChild(mode: string, env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
   // BENCH_PROFILE=dir: the app process writes a V8 CPU profile there (open it in Chrome DevTools)
   const profile = mode === 'serve-app' && process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', self, mode], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const gc = mode === 'serve-app' ? ['--expose-gc'] : [];
+  const child = spawn(process.execPath, [...profile, ...gc, '--import', 'tsx', self, mode], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -155,6 +193,49 @@ async function compare(servers: Server[], urlPath: string) {
     ratio: median(rs.map((r, i) => r.rps / bare[i]!.rps)),
     cpuRatio: median(rs.map((r, i) => bare[i]!.cpuPerRequest / r.cpuPerRequest)),
   }));
+}
+
+/** Parses BENCH_SIZES: `agents/open/closed` triples separated by commas. */
+function parseSizes(text: string): SeedSize[] {
+  return text
+    .split(',')
+    .filter((t) => t.trim() !== '')
+    .map((t) => {
+      const [agents, openTasks, closedTasks] = t.split('/').map(Number);
+      if (![agents, openTasks, closedTasks].every((n) => Number.isSafeInteger(n) && n! >= 0)) throw new Error(`BENCH_SIZES: ${t} is not agents/open/closed`);
+      return { agents: agents!, openTasks: openTasks!, closedTasks: closedTasks! };
+    });
+}
+const SIZES = parseSizes(process.env.BENCH_SIZES ?? '200/200/2000');
+
+/**
+ * A fresh app process on the database as seeded: how long until it listens, how long until every
+ * in-memory read answers 200 (the caches' first full load from PostgreSQL), and its memory then.
+ */
+async function footprint(size: SeedSize, env: Record<string, string>): Promise<string> {
+  const started = performance.now();
+  const proc = await startChild('serve-app', env);
+  const listening = performance.now() - started;
+  try {
+    const base = `http://127.0.0.1:${proc.port}`;
+    for (const p of ['/market/tasks?limit=1', '/agents?limit=1', '/api/search?q=oracle', `/agents/${encodeURIComponent(seedDid(0))}`, `/passports?limit=1&tokenId=${SEED_TOKEN_ID}`]) {
+      for (;;) {
+        const res = await fetch(`${base}${p}`);
+        await res.arrayBuffer();
+        if (res.status === 200) break;
+        if (res.status !== 503) throw new Error(`${p}: ${res.status}`);
+      }
+    }
+    const loaded = performance.now() - started;
+    const m = await memOf(proc.child);
+    const mb = (n: number) => (n / 1048576).toFixed(0);
+    return `| ${fmt(size.agents)} | ${fmt(size.openTasks)} | ${fmt(size.closedTasks)} | ${Math.round(listening)} | ${Math.round(loaded)} | ${mb(m.rss)} | ${mb(m.heapUsed)} | ${mb(m.heapTotal)} | ${mb(m.external)} |`;
+  } finally {
+    await new Promise<void>((resolve) => {
+      proc.child.once('exit', () => resolve());
+      proc.child.kill('SIGTERM');
+    });
+  }
 }
 
 async function main() {
@@ -212,13 +293,25 @@ async function main() {
       })),
     });
 
+    // the seeded sizes (issue 31): each one's memory and start-up in a fresh app process; the routes are measured at the last
+    const footprints: string[] = [];
+    for (const size of SIZES) {
+      await seedDatabase(sql, size, (line) => log(`  seed ${line}`));
+      footprints.push(await footprint(size, appEnv({ ...stack.env, DATABASE_URL: dbUrl })));
+    }
+
     const agent = agents[0]!;
     const routes = [
       { name: '/catalog', path: '/catalog' },
       { name: '/did/{did}', path: `/did/${agent.did}` },
       { name: '/passport/{tokenId}/{serial}', path: `/passport/${tokenId}/1` },
       { name: '/passport/address/{address}', path: `/passport/address/${agent.accountId}` },
-      { name: '/events', path: '/events' },
+      { name: '/agents?limit=20', path: '/agents?limit=20' },
+      { name: '/agents/{did}', path: `/agents/${seedDid(0)}` },
+      { name: '/market/tasks?limit=20', path: '/market/tasks?limit=20' },
+      { name: '/market/tasks?status=completed&limit=20', path: '/market/tasks?status=completed&limit=20' },
+      { name: '/api/search?q=oracle', path: '/api/search?q=oracle' },
+      { name: '/events?limit=20', path: '/events?limit=20' },
       { name: '/health', path: '/health' },
     ];
 
@@ -288,6 +381,10 @@ async function main() {
     console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const row of rows) console.log(row);
     console.log(`\nbody sizes (bytes): ${JSON.stringify(bytes)}`);
+    console.log('\nMemory and start-up of one API process per seeded size (a fresh process each; memory after a full GC once every cache is loaded)\n');
+    console.log('| agents | open tasks | closed tasks | listening ms | caches loaded ms | RSS MB | heap used MB | heap total MB | external MB |');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const row of footprints) console.log(row);
   } finally {
     await Promise.all(
       children.map(

@@ -134,6 +134,9 @@ export const configSchema = z.object({
   MARKET_VERIFY_RUNS_MAX: z.coerce.number().int().min(1).max(100).default(5),
   // ...and not sooner than this many seconds after the last run.
   MARKET_VERIFY_RETRY_S: z.coerce.number().int().min(1).default(300),
+  // Closed tasks each API process holds in memory per closed status (completed, cancelled), newest first, besides every open task:
+  // GET /market/tasks pages within them are answered from memory, deeper pages read PostgreSQL (issue 31; docs/costs.md).
+  MARKET_CLOSED_IN_MEMORY: z.coerce.number().int().min(1).max(1_000_000).default(2_000),
 
   /** webhook subscriptions one DID may hold (issue 28; POST /webhooks answers 409 webhook_limit_reached beyond) */
   WEBHOOKS_PER_DID: z.coerce.number().int().min(1).max(100).default(5),

@@ -4,7 +4,8 @@
  *
  *  - on the first LISTEN and after every reconnect: full load (loadAll), so a lost connection never
  *    leaves the cache stale (notifications sent while it was down are lost);
- *  - on a notification: reload of that one key (loadKey; null = the row is gone);
+ *  - on a notification: reload of that one key (loadKey; null = the row is gone); the payload
+ *    RELOAD_ALL ('*', a rebuild or a bulk write) reloads everything on every channel;
  *  - reloads of one key never overlap, and a key notified during a full load is reloaded after it,
  *    so an older read never overwrites a newer one.
  *
@@ -36,7 +37,7 @@
  * Keep loadAll to the rows readers need (e.g. active ones) if the table grows without bound.
  */
 import type { Sql } from 'postgres';
-import { listenChanges, type Channel, type ChangeListener } from './notify.js';
+import { listenChanges, RELOAD_ALL, type Channel, type ChangeListener } from './notify.js';
 
 export interface LiveCacheSpec<V, I extends string> {
   /** for error messages */
@@ -49,8 +50,13 @@ export interface LiveCacheSpec<V, I extends string> {
   loadAll(sql: Sql): Promise<readonly V[]>;
   /** the current value of one key, null when it no longer belongs in the cache */
   loadKey(sql: Sql, key: string): Promise<V | null>;
-  /** payload -> key (default: the payload itself); null ignores the notification */
+  /** payload -> key (default: the payload itself); null ignores the notification (RELOAD_ALL never reaches it) */
   keyOfPayload?: (payload: string) => string | null;
+  /**
+   * Runs synchronously when a full load has replaced the values, before any change handler: for
+   * state loaded alongside the rows (loadAll may remember it by the array it returns).
+   */
+  afterLoadAll?: (values: readonly V[]) => void;
   /** secondary indexes: name -> the index key(s) of a value */
   indexes?: Record<I, (value: V) => string | readonly string[] | null | undefined>;
 }
@@ -144,6 +150,7 @@ export class LiveCache<V, I extends string = never> {
       this.sql,
       this.spec.channel,
       (payload) => {
+        if (payload === RELOAD_ALL) return void this.reloadAll();
         const key = this.spec.keyOfPayload ? this.spec.keyOfPayload(payload) : payload;
         if (key !== null) this.reloadKey(key);
       },
@@ -209,6 +216,14 @@ export class LiveCache<V, I extends string = never> {
     });
   }
 
+  /**
+   * Forgets a key its owner no longer holds (a bounded window moved past it), as if loadKey had
+   * answered null; a later notification of the key asks loadKey again.
+   */
+  drop(key: string): void {
+    if (this.values_.has(key)) this.apply(key, undefined);
+  }
+
   /** Reloads one key (what a notification does). */
   reloadKey(key: string): void {
     if (this.closed) return;
@@ -268,6 +283,11 @@ export class LiveCache<V, I extends string = never> {
     for (const name of this.indexes.keys()) this.indexes.set(name, new Map());
     for (const [k, v] of next) this.indexAdd(k, v);
     this.version++;
+    try {
+      this.spec.afterLoadAll?.(rows);
+    } catch (err) {
+      this.opts.onError?.(err);
+    }
     const wasReady = this.isReady;
     this.isReady = true;
     if (!wasReady) this.readyResolve();

@@ -243,3 +243,10 @@ export async function listenerBackendPid(sql: Sql): Promise<number | null> {
   if (!hub) return null;
   return hub.backendPid();
 }
+
+/**
+ * The payload that tells every listener of a channel to reload everything (a rebuild, or a bulk
+ * write such as `npm run seed`'s batches: one notification per batch instead of one per row).
+ * db/liveCache.ts caches understand it on every channel.
+ */
+export const RELOAD_ALL = '*';

@@ -2,15 +2,15 @@
  * The directory as each API process holds it in memory (DESIGN.md section 10, "Caches across
  * instances"): a db/liveCache of the registered rows (full load on start and on every reconnect of
  * the LISTEN connection, one row reloaded per NOTIFY agent_changed), and the DirectoryIndex of
- * domain/directory.ts that answers filtered pages. A NOTIFY with payload '*' (a rebuild) reloads
- * everything. The index follows the cache's changes one by one; after a burst of changes (a full
+ * domain/directory.ts that answers filtered pages. A NOTIFY with payload '*' (a rebuild, a seed
+ * batch) reloads everything (db/liveCache.ts does so for every cache). The index follows the cache's changes one by one; after a burst of changes (a full
  * load) it is rebuilt from the cache in one pass on the next read.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Sql } from 'postgres';
 import { startLiveCache, type LiveCache } from '../../db/liveCache.js';
 import { CHANNELS } from '../../db/notify.js';
-import { agentEntryOf, RELOAD_ALL, type AgentRow } from '../../db/queries/agents.js';
+import { agentEntryOf, type AgentRow } from '../../db/queries/agents.js';
 import { DirectoryIndex, type AgentEntry, type DirectoryQuery } from '../../domain/directory.js';
 
 interface CachedAgent {
@@ -45,7 +45,7 @@ export class AgentDirectory {
   private rebuildIndex = true;
 
   constructor(sql: Sql, onError: (err: unknown) => void) {
-    const cache: LiveCache<CachedAgent> = startLiveCache<CachedAgent>(
+    const cache = startLiveCache<CachedAgent>(
       sql,
       {
         name: 'agents',
@@ -55,11 +55,6 @@ export class AgentDirectory {
         loadKey: async (db, did) => {
           const [row] = await db<AgentRow[]>`select * from agents where did = ${did} and status = 'registered'`;
           return row ? agentEntryOf(row) : null;
-        },
-        keyOfPayload: (payload) => {
-          if (payload !== RELOAD_ALL) return payload;
-          void cache.reloadAll();
-          return null;
         },
       },
       { onError },

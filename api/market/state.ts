@@ -26,7 +26,7 @@ export interface Market {
   readonly sql: Sql;
   readonly ledger: LedgerContext;
   readonly log: FastifyBaseLogger;
-  /** the open tasks in memory (NOTIFY-fed); closed with the app */
+  /** the open tasks and the newest closed ones in memory (NOTIFY-fed; api/market/taskBook.ts); closed with the app */
   readonly book: TaskBook;
   /** how long a route waits for a task step before answering 202 (tests lengthen it) */
   workflowWaitMs: number;
@@ -59,12 +59,14 @@ export function registerMarket(app: FastifyInstance, ctx: AppContext, deps: { sq
     sql: deps.sql,
     ledger: deps.ledger,
     log: app.log,
-    book: new TaskBook(deps.sql),
+    book: new TaskBook(deps.sql, (err) => app.log.warn({ err }, 'task book: load failed, retrying'), ctx.config.MARKET_CLOSED_IN_MEMORY),
     workflowWaitMs: TASK_WAIT_MS,
     sweptAt: { postings: 0, idempotencyKeys: 0 },
     verifiesInFlight: new Map(),
   };
   app.decorate('market', market);
+  // load the tasks now, not on the first read: the first visitors after a start get the list, not a wait (or a 503)
+  market.book.ready().catch(() => {});
   app.addHook('onClose', async () => {
     await market.book.close();
   });

@@ -4,6 +4,8 @@
  */
 import type { FastifyReply } from 'fastify';
 import { errorBody } from '../errors.js';
+import { taskSchema } from '../schemas/market.js';
+import { serializerFor } from '../serializer.js';
 import { resultVisibleTo, type TaskRecord } from '../../domain/market.js';
 import { taskWorkflowId, type VerifyResult } from '../../workflows/contracts/taskLifecycle.js';
 import { TaskPending } from './updates.js';
@@ -62,6 +64,16 @@ export function taskResponse(task: TaskRecord, viewerDid?: string): TaskView {
 
 /** The anonymous view (lists: a result is read one task at a time, signed by a party). */
 export const publicTaskResponse = (task: TaskRecord): TaskView => taskResponse(task);
+
+const serializeTask = serializerFor(taskSchema);
+const PUBLIC_JSON = new WeakMap<TaskRecord, string>();
+
+/** The anonymous view serialised (compiled taskSchema serialiser), once per record: lists are concatenations of these. */
+export function publicTaskJson(task: TaskRecord): string {
+  let json = PUBLIC_JSON.get(task);
+  if (json === undefined) PUBLIC_JSON.set(task, (json = serializeTask(taskResponse(task))));
+  return json;
+}
 
 /** 202 request_pending: the step is still running; the task's URL shows when it is done. */
 export function pendingTask(reply: FastifyReply, taskId: string) {

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { errorResponses } from '../schemas/common.js';
-import { webhookCreateBody, webhookCreatedSchema, webhookDeliveriesSchema, webhookListSchema, webhookParams } from '../schemas/events.js';
+import { webhookCreateBodySchema, webhookCreatedSchema, webhookDeliveriesSchema, webhookListSchema, webhookParams } from '../schemas/events.js';
 
 const SIGNED = 'DID-signed (X-Service-DID, X-Service-Challenge, X-Service-Signature): ';
 
@@ -25,7 +25,7 @@ const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
           'the signer must hold an active passport (404 passport_not_found), at most WEBHOOKS_PER_DID webhooks (409 webhook_limit_reached). ' +
           'Each event is POSTed as JSON { type, id, timestamp, subject, data } with the Standard Webhooks headers webhook-id (the event id, the same on every retry: dedup on it), webhook-timestamp and webhook-signature (HMAC-SHA256 with `secret`; verify with the `standardwebhooks` package). ' +
           'Events come in id order, at least once; a non-2xx answer is retried with backoff for WEBHOOK_RETRY_HOURS, then the webhook is disabled (status, disabledReason; a webhook.disabled event). The webhook receives what happens after its creation.',
-        body: webhookCreateBody,
+        body: webhookCreateBodySchema,
         response: { 201: webhookCreatedSchema, ...errorResponses(400, 401, 404, 409, 429, 503) },
       },
     },

@@ -39,7 +39,7 @@ export const agentEventsResponse = z
 
 // ------------------------------------------------------------------ webhooks
 
-export const webhookCreateBody = z
+export const webhookCreateBodySchema = z
   .object({
     url: z.string().min(1).max(WEBHOOK_URL_MAX).describe('where deliveries are POSTed: https (http on loopback in development only)'),
     events: z.array(eventTypeSchema).min(1).max(EVENT_TYPES.length).describe('the event types delivered'),

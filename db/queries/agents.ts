@@ -5,15 +5,15 @@
  * its agents inactive through the migration's trigger, which notifies the same way.
  */
 import type { Sql, TransactionSql } from 'postgres';
-import { CHANNELS, notifyChange } from '../notify.js';
+import { CHANNELS, notifyChange, RELOAD_ALL } from '../notify.js';
 import { appendEvents } from './events.js';
 import type { AgentEntry, AgentRegisteredMessage } from '../../domain/directory.js';
 import type { Capability } from '../../domain/capabilities.js';
 import type { Tier } from '../../domain/tiers.js';
 import type { CardVerificationReason } from '../../domain/agentCardSignature.js';
 
-/** NOTIFY payload after a rebuild: reload the whole directory. */
-export const RELOAD_ALL = '*';
+/** NOTIFY payload after a rebuild: reload the whole directory (db/notify.ts, every channel's). */
+export { RELOAD_ALL };
 
 export interface AgentRow {
   did: string;
@@ -310,4 +310,50 @@ export async function recordProbe(sql: Sql, p: ProbeRecord): Promise<void> {
       returning did`;
     if (rows.length === 1) await notifyChange(tx, CHANNELS.agent, p.did);
   });
+}
+
+/**
+ * Bulk form of recordRegisteredAgent for `npm run seed` (scripts/seed.ts): one multi-row insert
+ * (active from the passports projection, as replaceDirectory does), rows already present (same DID
+ * or name) left as they are, and one NOTIFY RELOAD_ALL for the batch. Returns how many were new.
+ */
+export async function recordRegisteredAgentsBulk(sql: Sql, agents: readonly RegisteredAgent[]): Promise<number> {
+  if (agents.length === 0) return 0;
+  return sql.begin(async (tx) => {
+    const rows = agents.map(({ message: m, network, directorySequence, directoryTransactionId, auditTransactionId, workflowId }) => ({
+      did: m.did,
+      network,
+      account_id: m.accountId,
+      token_id: m.tokenId,
+      serial: m.serial,
+      name: m.name,
+      capabilities: JSON.stringify(m.capabilities),
+      skills: m.skills ? JSON.stringify(m.skills) : null,
+      endpoint: m.endpoint,
+      description: m.description ?? null,
+      agent_card: m.agentCard ?? null,
+      tier: m.tier,
+      registered_at: new Date(m.timestamp),
+      directory_sequence: directorySequence,
+      directory_transaction_id: directoryTransactionId,
+      audit_transaction_id: auditTransactionId,
+      workflow_id: workflowId,
+    }));
+    const inserted = await tx`
+      insert into agents (did, network, account_id, token_id, serial, name, capabilities, skills, endpoint, description,
+                          agent_card, tier, registered_at, active, status, directory_sequence, directory_transaction_id,
+                          audit_transaction_id, workflow_id)
+      select x.did, x.network, x.account_id, x.token_id, x.serial, x.name, x.capabilities::jsonb, x.skills::jsonb,
+             x.endpoint, x.description, x.agent_card, x.tier, x.registered_at, coalesce(p.revoked_at is null, true),
+             'registered', x.directory_sequence, x.directory_transaction_id, x.audit_transaction_id, x.workflow_id
+        from json_to_recordset(${tx.json(rows as never)}::json) as x(
+               did text, network text, account_id text, token_id text, serial bigint, name text, capabilities text,
+               skills text, endpoint text, description text, agent_card text, tier text, registered_at timestamptz,
+               directory_sequence bigint, directory_transaction_id text, audit_transaction_id text, workflow_id text)
+        left join passports p on p.token_id = x.token_id and p.serial = x.serial
+      on conflict do nothing
+      returning did`;
+    if (inserted.length > 0) await notifyChange(tx, CHANNELS.agent, RELOAD_ALL);
+    return inserted.length;
+  }) as Promise<number>;
 }

@@ -6,7 +6,7 @@
  */
 import type { Sql, TransactionSql } from 'postgres';
 import type { MarketRecord } from '../../domain/marketRecord.js';
-import { CHANNELS, notifyChange } from '../notify.js';
+import { CHANNELS, notifyChange, RELOAD_ALL } from '../notify.js';
 
 export interface MarketRecordRow {
   did: string;
@@ -47,4 +47,29 @@ export async function listMarketRecords(sql: Sql): Promise<MarketRecordRow[]> {
 export async function findMarketRecord(sql: Sql, did: string): Promise<MarketRecordRow | null> {
   const [row] = await sql<MarketRecordRow[]>`select did, posted, completed, cancelled_after_delivery, delivered, paid from market_records where did = ${did}`;
   return row ?? null;
+}
+
+/**
+ * Bulk form of applyRecordDelta (`npm run seed`'s task batches): every DID's change in one statement
+ * and one NOTIFY RELOAD_ALL instead of one per DID. For deltas of new tasks (no negative counts: a
+ * negative change would be clamped at 0 before it is added).
+ */
+export async function applyRecordDeltaBulk(tx: Sql | TransactionSql, delta: Map<string, MarketRecord>): Promise<void> {
+  if (delta.size === 0) return;
+  const rows = [...delta.keys()].sort().map((did) => {
+    const d = delta.get(did)!;
+    return { did, posted: d.posted, completed: d.completed, cancelled_after_delivery: d.cancelledAfterDelivery, delivered: d.delivered, paid: d.paid };
+  });
+  await tx`
+    insert into market_records (did, posted, completed, cancelled_after_delivery, delivered, paid)
+    select x.did, greatest(0, x.posted), greatest(0, x.completed), greatest(0, x.cancelled_after_delivery), greatest(0, x.delivered), greatest(0, x.paid)
+      from json_to_recordset(${tx.json(rows as never)}::json) as x(did text, posted int, completed int, cancelled_after_delivery int, delivered int, paid int)
+    on conflict (did) do update set
+      posted = greatest(0, market_records.posted + excluded.posted),
+      completed = greatest(0, market_records.completed + excluded.completed),
+      cancelled_after_delivery = greatest(0, market_records.cancelled_after_delivery + excluded.cancelled_after_delivery),
+      delivered = greatest(0, market_records.delivered + excluded.delivered),
+      paid = greatest(0, market_records.paid + excluded.paid),
+      updated_at = now()`;
+  await notifyChange(tx, CHANNELS.marketRecord, RELOAD_ALL);
 }

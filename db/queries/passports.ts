@@ -4,7 +4,7 @@
  * (upgrade), so the "one active passport / one pending request" checks and the insert are atomic.
  */
 import type { Sql, TransactionSql } from 'postgres';
-import { CHANNELS, notifyChange } from '../notify.js';
+import { CHANNELS, notifyChange, RELOAD_ALL } from '../notify.js';
 import { insertPayment, type NewPayment } from './payments.js';
 import { appendEvents } from './events.js';
 
@@ -567,4 +567,42 @@ export async function findRequestClaim(sql: Sql, paymentTransactionId: string): 
   if (issuance) return { kind: 'issuance', row: issuance };
   const upgrade = await findUpgrade(sql, paymentTransactionId);
   return upgrade ? { kind: 'upgrade', row: upgrade } : null;
+}
+
+/**
+ * Bulk form of recordIssuedPassport's projection write for `npm run seed` (scripts/seed.ts): one
+ * multi-row insert, rows already present (same token and serial, or an account's active passport)
+ * left as they are, and one NOTIFY RELOAD_ALL for the batch instead of one per row. Returns how many
+ * rows were new.
+ */
+export async function recordIssuedPassportsBulk(sql: Sql, passports: readonly NewPassport[]): Promise<number> {
+  if (passports.length === 0) return 0;
+  return sql.begin(async (tx) => {
+    const rows = passports.map((p) => ({
+      network: p.network,
+      token_id: p.tokenId,
+      serial: p.serial,
+      account_id: p.accountId,
+      did: p.did,
+      tier: p.tier,
+      capabilities: JSON.stringify(p.capabilities),
+      endpoint: p.endpoint ?? null,
+      issued_at: new Date(p.issuedAtMs),
+      payment_transaction_id: p.paymentTransactionId,
+      mint_transaction_id: p.mintTransactionId ?? null,
+      workflow_id: p.workflowId ?? null,
+    }));
+    const inserted = await tx`
+      insert into passports (network, token_id, serial, account_id, did, tier, capabilities, endpoint, issued_at,
+                             payment_transaction_id, mint_transaction_id, workflow_id)
+      select x.network, x.token_id, x.serial, x.account_id, x.did, x.tier, x.capabilities::jsonb, x.endpoint, x.issued_at,
+             x.payment_transaction_id, x.mint_transaction_id, x.workflow_id
+        from json_to_recordset(${tx.json(rows as never)}::json) as x(
+               network text, token_id text, serial bigint, account_id text, did text, tier text, capabilities text,
+               endpoint text, issued_at timestamptz, payment_transaction_id text, mint_transaction_id text, workflow_id text)
+      on conflict do nothing
+      returning id`;
+    if (inserted.length > 0) await notifyChange(tx, CHANNELS.passport, RELOAD_ALL);
+    return inserted.length;
+  }) as Promise<number>;
 }

@@ -8,7 +8,8 @@
  *   POST /market/tasks/signed                   posterDid + posterPrivateKey: the schedule is signed here (funded)
  *                                               (both: optional Idempotency-Key header, recorded before the
  *                                               workflow starts; a retry answers the same task)
- *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed); a delivered result only to the
+ *   GET  /market/tasks, /market/tasks/{taskId}  from memory (NOTIFY-fed; deep pages of closed tasks from PostgreSQL,
+ *                                               api/market/taskBook.ts); a delivered result only to the
  *                                               parties (a DID-signed GET of one task) until completion
  *   POST .../claim, .../claim-with-key          claimer passport on the ledger
  *   POST .../deliver, .../deliver-with-key      resultBody <= 4096 bytes or resultIpfs
@@ -48,7 +49,8 @@ import { partyOf } from '../../market/parties.js';
 import { postFundedTask, postTask } from '../../market/posting.js';
 import { cancelTask, claimTask, completeTask, deliverTask, increaseReward } from '../../market/steps.js';
 import { readTask } from '../../market/updates.js';
-import { answerTask, escrowStatusView, publicTaskResponse, taskResponse } from '../../market/views.js';
+import { answerTask, escrowStatusView, publicTaskJson, taskResponse } from '../../market/views.js';
+import { sendJson } from '../../serializer.js';
 
 const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) => {
   const market = app.market;
@@ -100,6 +102,11 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
 
   // ---------------------------------------------------------------- reads
 
+  // The answered list pages, by URL, until the task book changes: the front page is the same bytes for
+  // every visitor between two changes, so it is made once and sent as a Buffer (no serialising, no
+  // string-to-bytes conversion per request). Bounded in bytes; cleared on every change.
+  const pages = new PageMemo(16 * 1024 * 1024);
+
   app.get(
     '/market/tasks',
     {
@@ -110,11 +117,20 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
         response: { 200: taskListSchema, ...errorResponses(400, 500, 503) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, offset, ...filter } = request.query;
       await market.book.ready();
-      const { tasks, total } = await market.book.page(filter, limit, offset);
-      return { tasks: tasks.map(publicTaskResponse), count: tasks.length, total, limit, offset };
+      const version = market.book.version;
+      if (version !== pages.version) pages.clear(version);
+      let body = pages.get(request.url);
+      if (!body) {
+        const { tasks, total } = await market.book.page(filter, limit, offset);
+        // the list's shape (taskListSchema) around tasks serialised once each (records are immutable values)
+        body = Buffer.from(`{"tasks":[${tasks.map(publicTaskJson).join(',')}],"count":${tasks.length},"total":${total},"limit":${limit},"offset":${offset}}`);
+        // kept only if the book did not move while the page was read (a deep page awaits PostgreSQL)
+        if (market.book.version === version) pages.set(request.url, body);
+      }
+      return sendJson(reply, body);
     },
   );
 
@@ -282,3 +298,28 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
 };
 
 export default marketTaskRoutes;
+
+/** Bodies by key, all dropped when the version they were made at moves or their bytes pass `maxBytes`. */
+class PageMemo {
+  version = -1;
+  private readonly bodies = new Map<string, Buffer>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  clear(version: number): void {
+    this.version = version;
+    this.bodies.clear();
+    this.bytes = 0;
+  }
+
+  get(key: string): Buffer | undefined {
+    return this.bodies.get(key);
+  }
+
+  set(key: string, body: Buffer): void {
+    if (this.bytes + body.length > this.maxBytes) this.clear(this.version);
+    this.bodies.set(key, body);
+    this.bytes += body.length;
+  }
+}
