@@ -1,10 +1,11 @@
 /**
  * The marketplace of one app (DESIGN 11 "Structure": api/market/ is the feature's home): the task
- * book in memory, how long a route waits for a task step, the timings handed to new task workflows
- * (tests shorten them), and the sweep clocks of the posting caps. Built once by app.ts when
+ * book in memory, the app's workflow settings (how long a route waits for a task step, as every
+ * route waits for its workflow), the timings handed to new task workflows (tests shorten them), and
+ * the sweep clocks of the posting caps. Built once by app.ts when
  * PostgreSQL and the ledger are there and exposed as the Fastify decorator `app.market`; the
  * marketplace routes (api/routes/market/), search and the feed read it from there, and so do tests
- * (`ps.app.market.workflowWaitMs = 60_000`).
+ * (`ps.app.market.taskTimings`).
  *
  * The orchestration that uses it lives beside it: posting.ts (posting with its caps), steps.ts
  * (claim, deliver, cancel, increase-reward, complete, verify), updates.ts (running a task workflow's
@@ -16,9 +17,7 @@ import type { Sql } from 'postgres';
 import type { AppContext, LedgerContext } from '../context.js';
 import type { TaskTimings, VerifyResult } from '../../workflows/contracts/taskLifecycle.js';
 import { TaskBook } from './taskBook.js';
-
-/** How long a route waits for a task step before answering 202 with a link to poll. */
-export const TASK_WAIT_MS = 20_000;
+import type { WorkflowSettings } from '../workflowSettings.js';
 
 export interface Market {
   /** the app's context (the same object the other route groups get) */
@@ -28,8 +27,8 @@ export interface Market {
   readonly log: FastifyBaseLogger;
   /** the open tasks in memory (NOTIFY-fed); closed with the app */
   readonly book: TaskBook;
-  /** how long a route waits for a task step before answering 202 (tests lengthen it) */
-  workflowWaitMs: number;
+  /** the app's workflow settings (api/workflowSettings.ts): how long a route waits for a task step before answering 202 */
+  readonly settings: WorkflowSettings;
   /** timings handed to new task workflows (tests use seconds) */
   taskTimings?: TaskTimings;
   /** the claim, review and funding windows of new tasks instead of MARKET_*_WINDOW_S and the poster's choice (tests use seconds) */
@@ -60,7 +59,7 @@ export function registerMarket(app: FastifyInstance, ctx: AppContext, deps: { sq
     ledger: deps.ledger,
     log: app.log,
     book: new TaskBook(deps.sql),
-    workflowWaitMs: TASK_WAIT_MS,
+    settings: app.workflowSettings,
     sweptAt: { postings: 0, idempotencyKeys: 0 },
     verifiesInFlight: new Map(),
   };

@@ -3,10 +3,10 @@
  * verify. Each checks what the API can check from the written task (the rules of domain/market.ts,
  * which the taskLifecycle workflow applies again), then runs the step's Update of the task's
  * workflow (api/market/updates.ts), which makes every side effect. Each answers the task after the
- * step, or throws TaskPending while it still runs (the routes answer 202).
+ * step, or throws WorkflowPending while it still runs (the error handler answers 202).
  *
  * The same party repeating claim, deliver (same result), complete or cancel after a lost answer gets
- * the step's outcome (the task once it is written, TaskPending while it runs), never a refusal.
+ * the step's outcome (the task once it is written, WorkflowPending while it runs), never a refusal.
  *
  * A private key (complete with escrow: posterPrivateKey) signs inside this process only (ScheduleSign
  * bytes, api/market/signing.ts) and is never logged, stored or handed to a workflow.

@@ -11,7 +11,8 @@
  *      before any money moves; a request that cannot be claimed is refused with nothing recorded;
  *   4. the workflow is started (or attached to) with the payment; its first step SETTLES the payment
  *      through the facilitator, then mints and delivers (or upgrades), or refunds by its saga;
- *   5. the request waits at most WORKFLOW_WAIT_MS, then answers 202 request_pending with a Location.
+ *   5. the request waits at most the app's bounded wait, then throws WorkflowPending (202 request_pending
+ *      with a Location, answered by the error handler).
  *
  * A crash anywhere leaves either nothing that moved, or a workflow that finishes the job, or a
  * recorded payment the payment reconciler settles (workflows/paymentReconciler.ts). A retry of the
@@ -30,7 +31,7 @@ import type { VerifiedPayment } from '../plugins/x402.js';
 import { scopedWorkflowId, type WorkflowSettings } from '../workflowSettings.js';
 import { hashScanLink, notFound, passportLinks } from './views.js';
 import { passportChanged } from './cache.js';
-import { isPending, pendingReply, startOrAttach, waitForResult, latestWorkflowRun, WorkflowRunFailed } from '../workflowCalls.js';
+import { startOrAttach, waitForResult, latestWorkflowRun, WorkflowPending, WorkflowRunFailed } from '../workflowCalls.js';
 import type { Capability } from '../../domain/capabilities.js';
 import { tierEntry, tierPriceTinybars, upgradePriceTinybars, type Tier } from '../../domain/tiers.js';
 import { checkTokenReceivable } from '../../ledger/operations.js';
@@ -172,21 +173,30 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     return p;
   };
 
-  /** Pays a settled payment back through its passportRefund workflow (one per payment; the refund itself is idempotent). */
-  const refund = async (paymentTransactionId: string, reason: string): Promise<RefundOutcome> => {
+  /**
+   * Pays a settled payment back through its passportRefund workflow (one per payment; the refund
+   * itself is idempotent). A refund still running after the bounded wait is the outcome 'pending'
+   * (the request's answer says so), not a 202; `pollUrl` is the paid request's own.
+   */
+  const refund = async (paymentTransactionId: string, reason: string, pollUrl: string): Promise<RefundOutcome> => {
     const handle = await startOrAttach(ctx, passportRefundContract, scopedWorkflowId(state, passportRefundWorkflowId(paymentTransactionId)), {
       paymentTransactionId,
       reason,
       ...(state.timings ? { timings: state.timings } : {}),
     } satisfies PassportRefundInput);
-    const r = await waitForResult(handle, state.workflowWaitMs);
-    if (isPending(r)) return { refund: 'pending', refundWorkflowId: handle.workflowId };
+    let r;
+    try {
+      r = await waitForResult(handle, state.workflowWaitMs, pollUrl);
+    } catch (err) {
+      if (err instanceof WorkflowPending) return { refund: 'pending', refundWorkflowId: handle.workflowId };
+      throw err;
+    }
     return outcomeOfResult(r, (await findPaymentByTransactionId(sql, paymentTransactionId))?.status ?? null);
   };
 
   /** Refunds a payment whose request was refused after settlement and answers with the refusal. */
-  const refuseAfterSettlement = async (paymentTransactionId: string, refusal: ApiError): Promise<never> => {
-    const o = await refund(paymentTransactionId, refusal.code);
+  const refuseAfterSettlement = async (paymentTransactionId: string, refusal: ApiError, pollUrl: string): Promise<never> => {
+    const o = await refund(paymentTransactionId, refusal.code, pollUrl);
     throw new ApiError(refusal.code, refusal.message, {
       hint: `${refusal.hint ?? ''} ${refundSentence(paymentTransactionId, o)}`.trim(),
       status: refusal.status,
@@ -206,6 +216,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     workflowId: string,
     reason: string,
     failedStep: 'workflow start' | 'workflow',
+    pollUrl: string,
   ): Promise<RefundOutcome | 'running' | 'done' | 'unfinished'> => {
     const run = await latestWorkflowRun(ctx, workflowId);
     if (!run) {
@@ -220,7 +231,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     // a run other than the one seen ended took the claim to the ledger (beginRequestLedgerWrites): finish it, never refund
     if (status === 'pending') return 'unfinished';
     try {
-      return await refund(paymentTransactionId, reason);
+      return await refund(paymentTransactionId, reason, pollUrl);
     } catch {
       throw new ApiError('service_unavailable', 'The refund could not be started', {
         hint: `Your payment ${paymentTransactionId} is owed back and nothing was issued: retry this request with the same PAYMENT-SIGNATURE after 30 seconds`,
@@ -241,7 +252,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     claim: { paymentTransactionId: string; workflowId: string },
     input: InputOf<C>,
     pollUrl: string,
-  ): Promise<{ result: ResultOf<C> } | { reply: FastifyReply }> => {
+  ): Promise<{ result: ResultOf<C> }> => {
     // a run that ended without a result after writing to the ledger is run once more to finish
     for (let attempt = 0; ; attempt++) {
       let started = false;
@@ -249,16 +260,18 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
         const handle = await startOrAttach(ctx, contract, claim.workflowId, input, { staticSummary: `${contract.type} paid by x402 payment ${claim.paymentTransactionId}` });
         started = true;
         killPoint(ctx.config, 'after-start');
-        const r = await waitForResult<ResultOf<C>>(handle, state.workflowWaitMs);
-        if (isPending(r)) {
-          await paymentResponse(reply, claim.paymentTransactionId);
-          return { reply: pendingReply(reply, handle.workflowId, pollUrl) };
+        let r: ResultOf<C>;
+        try {
+          r = await waitForResult<ResultOf<C>>(handle, state.workflowWaitMs, pollUrl);
+        } catch (err) {
+          if (err instanceof WorkflowPending) await paymentResponse(reply, claim.paymentTransactionId);
+          throw err;
         }
         killPoint(ctx.config, 'after-settle');
         return { result: r };
       } catch (err) {
         const notStarted = !started && err instanceof ApiError && err.code === 'service_unavailable';
-        if (!notStarted && !(err instanceof WorkflowRunFailed)) throw err;
+        if (!notStarted && !(err instanceof WorkflowRunFailed)) throw err; // WorkflowPending included
         if (notStarted && (await findPaymentByTransactionId(sql, claim.paymentTransactionId))?.status === 'verified') {
           // nothing moved: the claim and the payment are kept for a retry of this request (or the reconciler)
           throw new ApiError('service_unavailable', `${what}: its workflow could not be started`, {
@@ -268,7 +281,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
         const reason = notStarted ? 'workflow not started' : 'workflow ended without a result';
         const failedStep = notStarted ? 'workflow start' : 'workflow';
         reply.request.log.warn({ err: (err as Error).message, workflowId: claim.workflowId }, 'the workflow of a claimed request did not run to its end');
-        const o = await abandonClaim(claim.paymentTransactionId, claim.workflowId, reason, failedStep);
+        const o = await abandonClaim(claim.paymentTransactionId, claim.workflowId, reason, failedStep, pollUrl);
         if (o === 'unfinished' && attempt === 0) continue;
         if (o === 'unfinished') {
           throw new ApiError('execution_failed', `${what}: the workflow ended twice without a result after writing to the ledger`, {
@@ -276,7 +289,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
             extra: { paymentTransactionId: claim.paymentTransactionId, failedStep: 'workflow', refund: 'none' },
           });
         }
-        if (o === 'running') return { reply: pendingReply(reply, claim.workflowId, pollUrl) };
+        if (o === 'running') throw new WorkflowPending(claim.workflowId, pollUrl);
         if (o === 'done') throw new ApiError('execution_failed', `${what}: the workflow ended without a result after the request was recorded`, { hint: `Read ${pollUrl}` });
         throw executionFailed(what, claim.paymentTransactionId, failedStep, reason, o);
       }
@@ -290,7 +303,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
    * One whose workflow already wrote to the ledger keeps blocking: it is finished by a retry of its
    * own request (or the payment reconciler), never refunded.
    */
-  const releasedStaleClaim = async (row: { payment_transaction_id: string; workflow_id: string; created_at: Date }): Promise<boolean> => {
+  const releasedStaleClaim = async (row: { payment_transaction_id: string; workflow_id: string; created_at: Date }, pollUrl: string): Promise<boolean> => {
     if (Date.now() - row.created_at.getTime() < STALE_CLAIM_MS) return false;
     const run = await latestWorkflowRun(ctx, row.workflow_id);
     if (!run || run.running) return false;
@@ -298,7 +311,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     const status = await markRequestRefused(sql, row.payment_transaction_id, 'workflow not started', 'workflow start', run.runId);
     if (status === 'pending') return false; // another run took the claim to the ledger meanwhile: it still blocks
     if (status !== 'refused') return status !== null;
-    await refund(row.payment_transaction_id, 'workflow not started').catch(() => undefined); // a retry of that payment (or the reconciler) finishes it
+    await refund(row.payment_transaction_id, 'workflow not started', pollUrl).catch(() => undefined); // a retry of that payment (or the reconciler) finishes it
     return true;
   };
 
@@ -330,7 +343,6 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     };
     const what = 'The passport could not be issued';
     const run = await runClaimed(reply, what, passportIssuanceContract, { paymentTransactionId: row.payment_transaction_id, workflowId: row.workflow_id }, input, `/passport/address/${row.account_id}`);
-    if ('reply' in run) return run.reply;
     const r = run.result;
     if (r.status !== 'issued') return undelivered(what, payment.transactionId, r, 'workflow', request.verifiedPayment?.refusal);
     await paymentResponse(reply, payment.transactionId);
@@ -357,12 +369,12 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     }
     if (failedStep) {
       // refused because its workflow never ran or ended without a result: the refund is still owed
-      throw executionFailed(what, row.payment_transaction_id, failedStep, row.error, await refund(row.payment_transaction_id, row.error ?? failedStep));
+      throw executionFailed(what, row.payment_transaction_id, failedStep, row.error, await refund(row.payment_transaction_id, row.error ?? failedStep, `/passport/address/${row.account_id}`));
     }
     const exists = new ApiError('passport_already_exists', `Account ${row.account_id} already has a passport or a pending request`, {
       hint: `Use GET /passport/address/${row.account_id}`,
     });
-    if (row.status === 'refused') return refuseAfterSettlement(row.payment_transaction_id, exists);
+    if (row.status === 'refused') return refuseAfterSettlement(row.payment_transaction_id, exists, `/passport/address/${row.account_id}`);
     // refunded after losing a race
     throw new ApiError('passport_already_exists', exists.message, {
       hint: `${exists.hint} Your payment ${row.payment_transaction_id} was refunded.`,
@@ -403,7 +415,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
       });
     }
     const pending = await findPendingIssuance(sql, network, auth.accountId);
-    if (pending && !(await releasedStaleClaim(pending))) {
+    if (pending && !(await releasedStaleClaim(pending, `/passport/address/${auth.accountId}`))) {
       throw new ApiError('passport_already_exists', `A passport for account ${auth.accountId} is being issued`, { hint: `Poll GET /passport/address/${auth.accountId}` });
     }
     let receivable;
@@ -467,7 +479,6 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     };
     const what = 'The upgrade could not be applied';
     const run = await runClaimed(reply, what, passportUpgradeContract, { paymentTransactionId: row.payment_transaction_id, workflowId: row.workflow_id }, input, `/passport/${row.token_id}/${row.serial}`);
-    if ('reply' in run) return run.reply;
     const r = run.result;
     await passportChanged(sql, row.token_id, row.serial);
     if (r.status !== 'upgraded') return undelivered(what, payment.transactionId, r, 'metadata update', request.verifiedPayment?.refusal);
@@ -491,7 +502,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     if (row.status === 'failed' || (failedStep && row.status === 'refunded')) {
       throw executionFailed(what, row.payment_transaction_id, failedStep ?? 'confirmSettlement', row.error, outcomeOfRow(row, payment.status));
     }
-    if (failedStep) throw executionFailed(what, row.payment_transaction_id, failedStep, row.error, await refund(row.payment_transaction_id, row.error ?? failedStep));
+    if (failedStep) throw executionFailed(what, row.payment_transaction_id, failedStep, row.error, await refund(row.payment_transaction_id, row.error ?? failedStep, `/passport/${row.token_id}/${row.serial}`));
     throw replayedPayment();
   };
 
@@ -511,7 +522,7 @@ export function paidPassportRequests(ctx: AppContext, state: WorkflowSettings) {
     }
     // one upgrade of a passport at a time, refused before any money moves (like issuance)
     const pendingUpgrade = await findPendingUpgrade(sql, passport.token_id, passport.serial);
-    if (pendingUpgrade && !(await releasedStaleClaim(pendingUpgrade))) {
+    if (pendingUpgrade && !(await releasedStaleClaim(pendingUpgrade, `/passport/${passport.token_id}/${passport.serial}`))) {
       throw new ApiError('passport_upgrade_not_eligible', `An upgrade of passport ${passport.token_id}/${passport.serial} to ${pendingUpgrade.new_tier} is in progress`, {
         hint: `Poll GET /passport/${passport.token_id}/${passport.serial} until it shows the new tier, then request a higher one if needed`,
       });

@@ -34,7 +34,6 @@ import { A2A_MAX_BODY_BYTES, A2A_REQUEST_LIMIT_BYTES, envelopeOf, isBodyTooLarge
 import { parseHederaDid } from '@agent-passport/core/did';
 import { listConversation, listInbox, type A2aMessageRow } from '../../db/queries/a2aMessages.js';
 import type { DecodedSubmission } from '../../ledger/topicSubmission.js';
-import { pendingReply } from '../workflowCalls.js';
 import { a2aMessages, SEND_SIGNED_RECIPE, type A2aMessageFields, type OperatorSend } from '../a2a/messages.js';
 
 /** RFC 9745 Deprecation (a structured-field date: 2026-01-01T00:00:00Z) and RFC 8288 successor links. */
@@ -76,8 +75,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
 
   /** Delivers the signed message and answers it (202 with the conversation to poll while it runs). */
   async function deliver(reply: FastifyReply, msg: A2aMessageFields, sub: DecodedSubmission | OperatorSend) {
-    const outcome = await messages.deliver(sub);
-    if ('pending' in outcome) return pendingReply(reply, outcome.pending, conversationUrl(msg.from, msg.to));
+    const outcome = await messages.deliver(sub, conversationUrl(msg.from, msg.to));
     const result = outcome.delivered;
     return {
       id: result.id,

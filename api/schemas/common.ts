@@ -36,8 +36,8 @@ export const paginationQuery = {
 };
 
 /**
- * The 202 request_pending answer (api/workflowCalls.ts pendingReply, api/market/views.ts
- * pendingTask): the work was accepted and is still running; poll the Location (also _links.poll).
+ * The 202 request_pending answer (api/workflowCalls.ts WorkflowPending, answered by the error
+ * handler): the work was accepted and is still running; poll the Location (also _links.poll).
  * /openapi.json documents the Location header with it (api/plugins/openapi.ts).
  */
 export const pendingBodySchema = z

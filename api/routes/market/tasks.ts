@@ -48,7 +48,7 @@ import { partyOf } from '../../market/parties.js';
 import { postFundedTask, postTask } from '../../market/posting.js';
 import { cancelTask, claimTask, completeTask, deliverTask, increaseReward } from '../../market/steps.js';
 import { readTask } from '../../market/updates.js';
-import { answerTask, escrowStatusView, publicTaskResponse, taskResponse } from '../../market/views.js';
+import { escrowStatusView, publicTaskResponse, taskResponse } from '../../market/views.js';
 
 const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) => {
   const market = app.market;
@@ -74,7 +74,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, postTask(market, '/market/tasks', request.body, request.headers['idempotency-key']), request.body.posterDid),
+    async (request) => taskResponse(await postTask(market, '/market/tasks', request.body, request.headers['idempotency-key']), request.body.posterDid),
   );
 
   app.post(
@@ -91,10 +91,10 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
         response: postResponses,
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { posterPrivateKey, ...body } = request.body;
       const key = await requireOwnPrivateKey(keys, partyOf(market, body.posterDid, 'posterDid'), posterPrivateKey, 'posterPrivateKey', 'poster');
-      return answerTask(reply, postFundedTask(market, body, key, request.headers['idempotency-key']), body.posterDid);
+      return taskResponse(await postFundedTask(market, body, key, request.headers['idempotency-key']), body.posterDid);
     },
   );
 
@@ -166,7 +166,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       schema: { tags: ['market'], summary: 'Claim a posted task (DID signature headers; the signed DID must be claimerDid; gold or platinum passport; lapses after the claim window without a delivery)', params: taskIdParams, body: claimBodySchema, response: stepResponses(409) },
       preHandler: app.signedRequest((request) => (request.body as { claimerDid: string }).claimerDid),
     },
-    async (request, reply) => answerTask(reply, claimTask(market, request.params.taskId, request.body.claimerDid), request.body.claimerDid),
+    async (request) => taskResponse(await claimTask(market, request.params.taskId, request.body.claimerDid), request.body.claimerDid),
   );
 
   app.post(
@@ -174,9 +174,9 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
     {
       schema: { tags: ['market'], summary: "Claim a posted task, proving the claimer by the account's key", params: taskIdParams, body: claimWithKeyBodySchema, response: stepResponses(409) },
     },
-    async (request, reply) => {
+    async (request) => {
       await requireOwnPrivateKey(keys, partyOf(market, request.body.claimerDid, 'claimerDid'), request.body.claimerPrivateKey, 'claimerPrivateKey', 'claimer');
-      return answerTask(reply, claimTask(market, request.params.taskId, request.body.claimerDid), request.body.claimerDid);
+      return taskResponse(await claimTask(market, request.params.taskId, request.body.claimerDid), request.body.claimerDid);
     },
   );
 
@@ -194,7 +194,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { claimerDid: string }).claimerDid),
     },
-    async (request, reply) => answerTask(reply, deliverTask(market, request.params.taskId, request.body), request.body.claimerDid),
+    async (request) => taskResponse(await deliverTask(market, request.params.taskId, request.body), request.body.claimerDid),
   );
 
   app.post(
@@ -202,10 +202,10 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
     {
       schema: { tags: ['market'], summary: "Deliver a result, proving the claimer by the account's key", params: taskIdParams, body: deliverWithKeyBodySchema, response: stepResponses(409) },
     },
-    async (request, reply) => {
+    async (request) => {
       const { claimerPrivateKey, ...body } = request.body;
       await requireOwnPrivateKey(keys, partyOf(market, body.claimerDid, 'claimerDid'), claimerPrivateKey, 'claimerPrivateKey', 'claimer');
-      return answerTask(reply, deliverTask(market, request.params.taskId, body), body.claimerDid);
+      return taskResponse(await deliverTask(market, request.params.taskId, body), body.claimerDid);
     },
   );
 
@@ -223,7 +223,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, cancelTask(market, request.params.taskId, request.body), request.body.posterDid),
+    async (request) => taskResponse(await cancelTask(market, request.params.taskId, request.body), request.body.posterDid),
   );
 
   app.post(
@@ -238,7 +238,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, increaseReward(market, request.params.taskId, request.body), request.body.posterDid),
+    async (request) => taskResponse(await increaseReward(market, request.params.taskId, request.body), request.body.posterDid),
   );
 
   // ---------------------------------------------------------------- complete
@@ -260,7 +260,7 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
       },
       preHandler: app.signedRequest((request) => (request.body as { posterDid: string }).posterDid),
     },
-    async (request, reply) => answerTask(reply, completeTask(market, request.params.taskId, request.body), request.body.posterDid),
+    async (request) => taskResponse(await completeTask(market, request.params.taskId, request.body), request.body.posterDid),
   );
 
   app.post(
@@ -274,9 +274,9 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
         response: stepResponses(409),
       },
     },
-    async (request, reply) => {
+    async (request) => {
       await requireOwnPrivateKey(keys, partyOf(market, request.body.posterDid, 'posterDid'), request.body.posterPrivateKey, 'posterPrivateKey', 'poster');
-      return answerTask(reply, completeTask(market, request.params.taskId, request.body), request.body.posterDid);
+      return taskResponse(await completeTask(market, request.params.taskId, request.body), request.body.posterDid);
     },
   );
 };

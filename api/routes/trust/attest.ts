@@ -30,7 +30,6 @@ import { ApiError, echo } from '../../errors.js';
 import { didString, errorResponses, linkMapSchema } from '../../schemas/common.js';
 import { onChainSchema, trustDomainParams, trustSnapshotSchema } from '../../schemas/trust.js';
 import { scanAdmission } from '../../trust/scanQuota.js';
-import { pendingReply } from '../../workflowCalls.js';
 import { domainOf } from '../../trust/domainOf.js';
 import { heldActivePassport } from '../../passports/heldPassport.js';
 import { findAttestation, type AttestationRow, type OnChainAttestation } from '../../../db/queries/trustAttestations.js';
@@ -86,8 +85,7 @@ const attestRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
       const { did, accountId } = request.auth!;
       await requirePassport(did, accountId);
       await requireOwnership(sql, domain, did);
-      const outcome = await attestSnapshot(ctx, app.trustSnapshots, { domain, did, admitScan: scanAdmission(ctx, request) });
-      if ('pending' in outcome) return pendingReply(reply, outcome.pending, attestationUrl(domain, outcome.snapshotHash));
+      const outcome = await attestSnapshot(ctx, app.workflowSettings, app.trustSnapshots, { domain, did, admitScan: scanAdmission(ctx, request) });
       return answer(outcome.row, outcome.onChain);
     },
   );
