@@ -26,6 +26,7 @@ import wellKnownRoutes from './routes/wellKnown.js';
 import trustSnapshotRoutes from './routes/trust/snapshot.js';
 import agentCardRoutes from './routes/agentCard.js';
 import passportRoutes from './routes/passports.js';
+import passportsFeature from './passports/state.js';
 import didRoutes from './routes/did.js';
 import auditRoutes from './routes/audit.js';
 import adminRoutes from './routes/admin.js';
@@ -202,6 +203,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
       });
     }
     // passports, DIDs, audit, admin revoke, x402 discovery (issue 4)
+    await app.register(passportsFeature, { ctx });
     await app.register(passportRoutes, { ctx });
     await app.register(didRoutes, { ctx });
     await app.register(auditRoutes, { ctx });

@@ -309,7 +309,7 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
       const routes = routeFiles();
       const problems: string[] = [];
       const homes = featureFiles();
-      expect(homes.map((f) => f.file)).toEqual(expect.arrayContaining(['market/posting.ts', 'passports/paidRequest.ts', 'trust/ownership.ts', 'a2a/messages.ts']));
+      expect(homes.map((f) => f.file)).toEqual(expect.arrayContaining(['market/posting.ts', 'passports/issuance.ts', 'trust/ownership.ts', 'a2a/messages.ts']));
       for (const { file, feature, codes } of homes) {
         const own = routes.filter((r) => FEATURE_ROUTES[feature]!.some((prefix) => r.file === prefix || r.file.startsWith(prefix))).flatMap((r) => r.routes.map((x) => x.url));
         for (const code of codes) {
