@@ -15,6 +15,7 @@
  * the message in the a2a_messages projection once the mirror shows it. Who may send, the signing
  * and the checks of client bytes, and the delivery are api/a2a/messages.ts; this file is HTTP only.
  */
+import { bodyDid } from '../auth/bodyDid.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../context.js';
@@ -136,7 +137,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
         body: a2aSendSignedBodySchema,
         response: sendResponses,
       },
-      preHandler: app.signedRequest((request) => (request.body as { from: string }).from),
+      preHandler: app.signedRequest(bodyDid('from')),
     },
     async (request, reply) => {
       const { txBytes, signature, publicKey, ...msg } = request.body;
@@ -169,7 +170,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
         body: a2aSendBodySchema,
         response: { ...sendResponses, ...errorResponses(429) },
       },
-      preHandler: app.signedRequest((request) => (request.body as { from: string }).from),
+      preHandler: app.signedRequest(bodyDid('from')),
     },
     async (request, reply) => {
       const msg = request.body;

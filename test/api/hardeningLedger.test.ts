@@ -329,7 +329,7 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
           if (!/signedRequest\(/.test(route.options)) continue;
           signed += 1;
           const codes = ['auth_header_missing', 'auth_did_unresolved', 'auth_signature_invalid', 'auth_challenge_expired'];
-          if (/signedRequest\(\s*\(/.test(route.options)) codes.push('auth_did_mismatch');
+          if (/signedRequest\(\s*(\(|bodyDid\()/.test(route.options)) codes.push('auth_did_mismatch');
           for (const code of codes) if (!(byCode.get(code) ?? []).includes(route.url)) problems.push(`${file} ${route.url}: ${code}`);
         }
       }

@@ -7,6 +7,7 @@
  *
  * Each entry carries the agent's marketplace record (api/market/records.ts, NOTIFY-fed too).
  */
+import { bodyDid } from '../../auth/bodyDid.js';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { ApiError, echo } from '../../errors.js';
@@ -74,7 +75,7 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         body: agentRegisterBodySchema,
         response: { 200: agentEntrySchema, ...errorResponses(202, 400, 401, 403, 409, 500, 502, 503) },
       },
-      preHandler: app.signedRequest((r) => (r.body as { did?: string }).did),
+      preHandler: app.signedRequest(bodyDid('did')),
     },
     async (request) => {
       const { did, accountId } = request.auth!;

@@ -23,6 +23,7 @@
  * Without an EVM chain and attester key configured the route answers 503 service_unavailable.
  * Steps 2 and 3 and the workflow are api/trust/attestations.ts attestSnapshot; this file is HTTP only.
  */
+import { bodyDid } from '../../auth/bodyDid.js';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
@@ -78,7 +79,7 @@ const attestRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         body: attestBodySchema,
         response: { 200: trustSnapshotSchema, ...errorResponses(202, 400, 401, 403, 404, 429, 502, 503) },
       },
-      preHandler: app.signedRequest((req) => (req.body as { did?: string } | undefined)?.did),
+      preHandler: app.signedRequest(bodyDid('did')),
     },
     async (request, reply) => {
       const domain = domainOf(request.params.domain);
