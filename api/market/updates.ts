@@ -17,7 +17,7 @@ import type { UpdateDefinition } from '@temporalio/common';
 import { ApiError, echo } from '../errors.js';
 import { temporalClient, withinDeadline, WorkflowPending } from '../workflowCalls.js';
 import { isCatalogCode } from '../../domain/errors.js';
-import { refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from '../../domain/market.js';
+import { isTaskId, refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from '../../domain/market.js';
 import { findTask } from '../../db/queries/marketTasks.js';
 import { TASK_REFUSAL_TYPE, taskLifecycleContract, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { boundUpdateArgument, workflowHandle } from '../../temporal/workflows.js';
@@ -36,8 +36,9 @@ export function taskNotFound(taskId: string): ApiError {
  * behind. 404 market_task_not_found.
  */
 export async function loadTask(market: Market, taskId: string): Promise<TaskRecord> {
-  if (!/^[0-9a-f-]{36}$/i.test(taskId)) throw taskNotFound(taskId);
-  const row = await findTask(market.sql, taskId.toLowerCase());
+  const id = taskId.toLowerCase();
+  if (!isTaskId(id)) throw taskNotFound(taskId);
+  const row = await findTask(market.sql, id);
   if (!row) throw taskNotFound(taskId);
   return row.record;
 }
