@@ -4,7 +4,7 @@
  * sees their schemas) and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { compiledSerializerCompiler } from './serializer.js';
 import { publicBase, type AppContext } from './context.js';
@@ -93,6 +93,23 @@ export interface BuildAppOptions {
   logger?: boolean | object;
 }
 
+/**
+ * Whether a request is outside the rate limit: only when the route matched is a probe or a codec
+ * route. Runs on every request: the raw path is looked at first, since request.routeOptions builds
+ * an object per access.
+ */
+function rateLimitExempt(ctx: AppContext, request: FastifyRequest): boolean {
+  const path = request.url;
+  if (path.startsWith('/health')) {
+    const url = request.routeOptions.url;
+    return url !== undefined && PROBE_ROUTES.has(url);
+  }
+  if (!path.startsWith('/codec/')) return false;
+  // The codec's own routes, and the browser's preflights for them (routed to CORS's OPTIONS *).
+  const codec = request.routeOptions.url?.startsWith('/codec/') || request.method === 'OPTIONS';
+  return codec && codecTrusts(ctx.config, request);
+}
+
 export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
   const logger =
     opts.logger === false
@@ -165,19 +182,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
       timeWindowMs: ctx.config.REGISTRY_KEY_RATE_LIMIT_WINDOW_MS,
       identify: async (request) => (await registryClients.identify(request))?.id ?? null,
     },
-    // Runs on every request: the raw path is looked at first, since request.routeOptions builds an
-    // object per access. Exempt only when the route matched is a probe or a codec route.
-    exempt: (request) => {
-      const path = request.url;
-      if (path.startsWith('/health')) {
-        const url = request.routeOptions.url;
-        return url !== undefined && PROBE_ROUTES.has(url);
-      }
-      if (!path.startsWith('/codec/')) return false;
-      // The codec's own routes, and the browser's preflights for them (routed to CORS's OPTIONS *).
-      const codec = request.routeOptions.url?.startsWith('/codec/') || request.method === 'OPTIONS';
-      return codec && codecTrusts(ctx.config, request);
-    },
+    exempt: (request) => rateLimitExempt(ctx, request),
   });
   // a NUL, bytes that are not UTF-8 or a lone surrogate in the URL or the body: 400, after the count above
   await app.register(textInputPlugin);

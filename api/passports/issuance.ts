@@ -91,14 +91,14 @@ export function issuanceTerms(p: Passports, plan: IssuancePlan): PaymentTerms {
  * money moves. Returns the plan with what was found, and whether the request still has to pay.
  */
 export async function prepareIssuance(p: Passports, request: FastifyRequest, auth: Signer, plan: IssuancePlan): Promise<{ plan: IssuancePlan; pay: boolean }> {
-  const paymentTxId = paymentTransactionIdOf(request);
-  if (paymentTxId) {
-    const earlier = await findIssuance(p.sql, paymentTxId);
+  const paymentTransactionId = paymentTransactionIdOf(request);
+  if (paymentTransactionId) {
+    const earlier = await findIssuance(p.sql, paymentTransactionId);
     if (earlier) {
       if (earlier.account_id !== auth.accountId || earlier.network !== p.network) throw replayedPayment();
       return { plan: { ...plan, attach: earlier }, pay: false };
     }
-    const orphan = await orphanPayment(p, paymentTxId, auth, plan.tier);
+    const orphan = await orphanPayment(p, paymentTransactionId, auth, plan.tier);
     if (orphan) return { plan: { ...plan, orphan }, pay: false };
   }
   const active = await findActivePassportByAccount(p.sql, p.network, auth.accountId);
@@ -124,14 +124,14 @@ export async function prepareIssuance(p: Passports, request: FastifyRequest, aut
 }
 
 /** A payment settled by an API before issue 23 that never reached a claim, usable for this request; null when the payment is not settled. */
-async function orphanPayment(p: Passports, paymentTxId: string, auth: Signer, tier: Tier): Promise<PaymentRef | null> {
-  const payment = await findPaymentByTransactionId(p.sql, paymentTxId);
+async function orphanPayment(p: Passports, paymentTransactionId: string, auth: Signer, tier: Tier): Promise<PaymentRef | null> {
+  const payment = await findPaymentByTransactionId(p.sql, paymentTransactionId);
   if (!payment || payment.status !== 'settled') return null;
   const usable =
     payment.payer === auth.accountId &&
     payment.resource.endsWith('/passport/request') &&
     payment.amount_tinybars === tierPriceTinybars(tier) &&
-    !(await findUpgrade(p.sql, paymentTxId));
+    !(await findUpgrade(p.sql, paymentTransactionId));
   if (!usable) throw replayedPayment();
   return { transactionId: payment.transaction_id, payer: payment.payer, amountTinybars: payment.amount_tinybars.toString() };
 }

@@ -77,9 +77,9 @@ export function upgradeTerms(p: Passports, plan: UpgradePlan): PaymentTerms {
  */
 export async function prepareUpgrade(p: Passports, request: FastifyRequest, auth: { accountId: string }, passport: PassportRow, requested: Tier): Promise<UpgradePlan> {
   const oldTier = passport.tier as Tier;
-  const paymentTxId = paymentTransactionIdOf(request);
-  if (paymentTxId) {
-    const earlier = await findUpgrade(p.sql, paymentTxId);
+  const paymentTransactionId = paymentTransactionIdOf(request);
+  if (paymentTransactionId) {
+    const earlier = await findUpgrade(p.sql, paymentTransactionId);
     if (earlier) {
       if (earlier.account_id !== auth.accountId || earlier.token_id !== passport.token_id || Number(earlier.serial) !== Number(passport.serial) || earlier.new_tier !== requested) throw replayedPayment();
       return { passport, oldTier: earlier.old_tier as Tier, newTier: requested, price: 0n, attach: earlier };

@@ -58,6 +58,14 @@ function toMessage(r: A2aMessageRow) {
   };
 }
 
+const sendResponses = { 200: a2aSendResultSchema, ...errorResponses(202, 400, 401, 403, 404, 413, 500, 502, 503) };
+
+/** The deprecated operator-paid send names its successors on every answer. */
+async function deprecationHeaders(_request: FastifyRequest, reply: FastifyReply) {
+  reply.header('deprecation', SEND_DEPRECATION);
+  reply.header('link', SEND_SUCCESSOR_LINK);
+}
+
 function conversationUrl(a: string, b: string): string {
   return `/a2a/conversation?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`;
 }
@@ -75,7 +83,7 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
   };
 
   /** Delivers the signed message and answers it (202 with the conversation to poll while it runs). */
-  async function deliver(reply: FastifyReply, msg: A2aMessageFields, sub: DecodedSubmission | OperatorSend) {
+  async function deliver(msg: A2aMessageFields, sub: DecodedSubmission | OperatorSend) {
     const outcome = await messages.deliver(sub, conversationUrl(msg.from, msg.to));
     const result = outcome.delivered;
     return {
@@ -96,8 +104,6 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
     };
   }
 
-  const sendResponses = { 200: a2aSendResultSchema, ...errorResponses(202, 400, 401, 403, 404, 413, 500, 502, 503) };
-
   app.post(
     '/a2a/send-with-key',
     {
@@ -115,10 +121,10 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
         response: sendResponses,
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { senderPrivateKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      return deliver(reply, msg, await messages.signWithSenderKey(msg, senderPrivateKey));
+      return deliver(msg, await messages.signWithSenderKey(msg, senderPrivateKey));
     },
   );
 
@@ -139,18 +145,13 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
       },
       preHandler: app.signedRequest(bodyDid('from')),
     },
-    async (request, reply) => {
+    async (request) => {
       const { txBytes, signature, publicKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
       const sub = await messages.checkSignedSubmission(msg, { txBytes, ...(signature !== undefined ? { signature } : {}), ...(publicKey !== undefined ? { publicKey } : {}) });
-      return deliver(reply, msg, sub);
+      return deliver(msg, sub);
     },
   );
-
-  const deprecationHeaders = async (_request: FastifyRequest, reply: FastifyReply) => {
-    reply.header('deprecation', SEND_DEPRECATION);
-    reply.header('link', SEND_SUCCESSOR_LINK);
-  };
 
   app.post(
     '/a2a/send',
@@ -172,10 +173,10 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
       },
       preHandler: app.signedRequest(bodyDid('from')),
     },
-    async (request, reply) => {
+    async (request) => {
       const msg = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      return deliver(reply, msg, await messages.prepareOperatorSend(msg));
+      return deliver(msg, await messages.prepareOperatorSend(msg));
     },
   );
 

@@ -53,6 +53,33 @@ import { readTask } from '../../market/updates.js';
 import { escrowStatusView, publicTaskResponse, taskResponse } from '../../market/views.js';
 
 
+const postResponses = { 200: taskSchema, ...errorResponses(202, 400, 401, 403, 409, 500, 502, 503) };
+
+const taskPostSchema = {
+  tags: ['market'],
+  summary: 'Post a task (DID signature headers; the signed DID must be posterDid)',
+  description:
+    'Creates the task and, unless escrow is false, a scheduled transfer of the price from the poster to the escrow account (escrowStatus scheduled). ' +
+    'The poster signs the schedule at completion (posterPrivateKey), or at once with POST /market/tasks/signed (funded). ' +
+    'Gold and platinum passports only (403 market_tier_required). An escrow still unfunded after MARKET_FUNDING_WINDOW_S is cancelled; a claim ' +
+    'lapses after the claim window (claimWindowHours); a delivered escrow task is paid to the claimer after the review window (reviewWindowHours) ' +
+    'unless the poster completes or cancels first. Per poster: MARKET_UNFUNDED_TASKS_MAX open unfunded tasks, MARKET_POSTS_PER_DAY posts (429).',
+  body: taskPostBodySchema,
+  headers: taskPostHeadersSchema,
+  response: postResponses,
+};
+
+const taskPostSignedSchema = {
+  tags: ['market'],
+  summary: "Post a task and fund its escrow with the poster's key",
+  description:
+    'posterPrivateKey signs the escrow schedule (a ScheduleSign paid by the service) inside this process; it is never stored, logged or returned. ' +
+    'The schedule executes and the price sits in the escrow account: escrowStatus funded.',
+  body: taskPostSignedBodySchema,
+  headers: taskPostHeadersSchema,
+  response: postResponses,
+};
+
 const stepResponses = (...extra: number[]) => ({ 200: taskSchema, ...errorResponses(202, 400, 401, 403, 404, 500, 502, 503, ...extra) });
 
 const claimSchema = { tags: ['market'], summary: 'Claim a posted task (DID signature headers; the signed DID must be claimerDid; gold or platinum passport; lapses after the claim window without a delivery)', params: taskIdParams, body: claimBodySchema, response: stepResponses(409) };
@@ -104,49 +131,15 @@ const marketTaskRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app)
   const market = app.market;
   const keys = market.ledger.keys;
 
-  const postResponses = { 200: taskSchema, ...errorResponses(202, 400, 401, 403, 409, 500, 502, 503) };
+  app.post('/market/tasks', { schema: taskPostSchema, preHandler: app.signedRequest(bodyDid('posterDid')) }, async function postSigned(request) {
+    return taskResponse(await postTask(market, '/market/tasks', request.body, request.headers['idempotency-key']), request.body.posterDid);
+  });
 
-  app.post(
-    '/market/tasks',
-    {
-      schema: {
-        tags: ['market'],
-        summary: 'Post a task (DID signature headers; the signed DID must be posterDid)',
-        description:
-          'Creates the task and, unless escrow is false, a scheduled transfer of the price from the poster to the escrow account (escrowStatus scheduled). ' +
-          'The poster signs the schedule at completion (posterPrivateKey), or at once with POST /market/tasks/signed (funded). ' +
-          'Gold and platinum passports only (403 market_tier_required). An escrow still unfunded after MARKET_FUNDING_WINDOW_S is cancelled; a claim ' +
-          'lapses after the claim window (claimWindowHours); a delivered escrow task is paid to the claimer after the review window (reviewWindowHours) ' +
-          'unless the poster completes or cancels first. Per poster: MARKET_UNFUNDED_TASKS_MAX open unfunded tasks, MARKET_POSTS_PER_DAY posts (429).',
-        body: taskPostBodySchema,
-        headers: taskPostHeadersSchema,
-        response: postResponses,
-      },
-      preHandler: app.signedRequest(bodyDid('posterDid')),
-    },
-    async (request) => taskResponse(await postTask(market, '/market/tasks', request.body, request.headers['idempotency-key']), request.body.posterDid),
-  );
-
-  app.post(
-    '/market/tasks/signed',
-    {
-      schema: {
-        tags: ['market'],
-        summary: "Post a task and fund its escrow with the poster's key",
-        description:
-          'posterPrivateKey signs the escrow schedule (a ScheduleSign paid by the service) inside this process; it is never stored, logged or returned. ' +
-          'The schedule executes and the price sits in the escrow account: escrowStatus funded.',
-        body: taskPostSignedBodySchema,
-        headers: taskPostHeadersSchema,
-        response: postResponses,
-      },
-    },
-    async (request) => {
-      const { posterPrivateKey, ...body } = request.body;
-      const key = await requireOwnPrivateKey(keys, partyOf(market, body.posterDid, 'posterDid'), posterPrivateKey, 'posterPrivateKey', 'poster');
-      return taskResponse(await postFundedTask(market, body, key, request.headers['idempotency-key']), body.posterDid);
-    },
-  );
+  app.post('/market/tasks/signed', { schema: taskPostSignedSchema }, async function postWithKey(request) {
+    const { posterPrivateKey, ...body } = request.body;
+    const key = await requireOwnPrivateKey(keys, partyOf(market, body.posterDid, 'posterDid'), posterPrivateKey, 'posterPrivateKey', 'poster');
+    return taskResponse(await postFundedTask(market, body, key, request.headers['idempotency-key']), body.posterDid);
+  });
 
   // ---------------------------------------------------------------- reads
 
