@@ -35,7 +35,7 @@ import a2aRoutes from './routes/a2a.js';
 import agentsRoutes from './routes/agents/index.js';
 import { installAgentDirectory } from './agents/directory.js';
 import marketRoutes from './routes/market/index.js';
-import { registerMarket } from './market/state.js';
+import { marketFeature } from './market/state.js';
 import trustOwnershipRoutes from './routes/trust/ownership.js';
 import trustAttestRoutes from './routes/trust/attest.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
@@ -220,7 +220,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     installAgentDirectory(app, sql);
     await app.register(agentsRoutes, { ctx });
     // task marketplace with HBAR escrow (issue 10): app.market (api/market/) and its routes
-    registerMarket(app, ctx, { sql, ledger });
+    await app.register(marketFeature, { ctx });
     await app.register(marketRoutes, { ctx });
     // search and the RSS feed over the directory and the task book in memory (issue 12 part 2)
     await app.register(searchRoutes, { ctx });

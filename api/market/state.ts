@@ -3,7 +3,7 @@
  * book in memory, the app's workflow settings (how long a route waits for a task step, as every
  * route waits for its workflow), the timings handed to new task workflows (tests shorten them), and
  * the sweep clocks of the posting caps. Built once by app.ts when
- * PostgreSQL and the ledger are there and exposed as the Fastify decorator `app.market`; the
+ * PostgreSQL and the ledger are there (the plugin `marketFeature`) and exposed as the Fastify decorator `app.market`; the
  * marketplace routes (api/routes/market/), search and the feed read it from there, and so do tests
  * (`ps.app.market.taskTimings`).
  *
@@ -13,6 +13,7 @@
  * parties.ts (DIDs and passports), views.ts (the task as answered).
  */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import type { Sql } from 'postgres';
 import type { AppContext, LedgerContext } from '../context.js';
 import type { TaskTimings, VerifyResult } from '../../workflows/contracts/taskLifecycle.js';
@@ -51,21 +52,27 @@ declare module 'fastify' {
   }
 }
 
-/** Decorates the app with its marketplace (`app.market`) and closes the task book when the app closes. */
-export function registerMarket(app: FastifyInstance, ctx: AppContext, deps: { sql: Sql; ledger: LedgerContext }): Market {
-  const market: Market = {
-    ctx,
-    sql: deps.sql,
-    ledger: deps.ledger,
-    log: app.log,
-    book: new TaskBook(deps.sql),
-    settings: app.workflowSettings,
-    sweptAt: { postings: 0, idempotencyKeys: 0 },
-    verifiesInFlight: new Map(),
-  };
-  app.decorate('market', market);
-  app.addHook('onClose', async () => {
-    await market.book.close();
-  });
-  return market;
-}
+/**
+ * The feature's plugin: decorates the app with its marketplace (`app.market`) and closes the task
+ * book when the app closes. Needs PostgreSQL and the ledger in the context.
+ */
+export const marketFeature = fp(
+  async function marketFeature(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+    const deps = { sql: ctx.sql!, ledger: ctx.ledger! };
+    const market: Market = {
+      ctx,
+      sql: deps.sql,
+      ledger: deps.ledger,
+      log: app.log,
+      book: new TaskBook(deps.sql),
+      settings: app.workflowSettings,
+      sweptAt: { postings: 0, idempotencyKeys: 0 },
+      verifiesInFlight: new Map(),
+    };
+    app.decorate('market', market);
+    app.addHook('onClose', async () => {
+      await market.book.close();
+    });
+  },
+  { name: 'market', decorators: { fastify: ['workflowSettings'] } },
+);
