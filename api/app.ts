@@ -4,7 +4,7 @@
  * sees their schemas) and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { compiledSerializerCompiler } from './serializer.js';
 import { publicBase, type AppContext } from './context.js';
@@ -26,6 +26,7 @@ import wellKnownRoutes from './routes/wellKnown.js';
 import trustSnapshotRoutes from './routes/trust/snapshot.js';
 import agentCardRoutes from './routes/agentCard.js';
 import passportRoutes from './routes/passports.js';
+import passportsFeature from './passports/state.js';
 import didRoutes from './routes/did.js';
 import auditRoutes from './routes/audit.js';
 import adminRoutes from './routes/admin.js';
@@ -34,7 +35,7 @@ import a2aRoutes from './routes/a2a.js';
 import agentsRoutes from './routes/agents/index.js';
 import { installAgentDirectory } from './agents/directory.js';
 import marketRoutes from './routes/market/index.js';
-import { registerMarket } from './market/state.js';
+import { marketFeature } from './market/state.js';
 import trustOwnershipRoutes from './routes/trust/ownership.js';
 import trustAttestRoutes from './routes/trust/attest.js';
 import { PROBE_ROUTES } from './plugins/rateLimit.js';
@@ -94,6 +95,23 @@ declare module 'fastify' {
 
 export interface BuildAppOptions {
   logger?: boolean | object;
+}
+
+/**
+ * Whether a request is outside the rate limit: only when the route matched is a probe or a codec
+ * route. Runs on every request: the raw path is looked at first, since request.routeOptions builds
+ * an object per access.
+ */
+function rateLimitExempt(ctx: AppContext, request: FastifyRequest): boolean {
+  const path = request.url;
+  if (path.startsWith('/health')) {
+    const url = request.routeOptions.url;
+    return url !== undefined && PROBE_ROUTES.has(url);
+  }
+  if (!path.startsWith('/codec/')) return false;
+  // The codec's own routes, and the browser's preflights for them (routed to CORS's OPTIONS *).
+  const codec = request.routeOptions.url?.startsWith('/codec/') || request.method === 'OPTIONS';
+  return codec && codecTrusts(ctx.config, request);
 }
 
 export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Promise<FastifyInstance> {
@@ -168,19 +186,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
       timeWindowMs: ctx.config.REGISTRY_KEY_RATE_LIMIT_WINDOW_MS,
       identify: async (request) => (await registryClients.identify(request))?.id ?? null,
     },
-    // Runs on every request: the raw path is looked at first, since request.routeOptions builds an
-    // object per access. Exempt only when the route matched is a probe or a codec route.
-    exempt: (request) => {
-      const path = request.url;
-      if (path.startsWith('/health')) {
-        const url = request.routeOptions.url;
-        return url !== undefined && PROBE_ROUTES.has(url);
-      }
-      if (!path.startsWith('/codec/')) return false;
-      // The codec's own routes, and the browser's preflights for them (routed to CORS's OPTIONS *).
-      const codec = request.routeOptions.url?.startsWith('/codec/') || request.method === 'OPTIONS';
-      return codec && codecTrusts(ctx.config, request);
-    },
+    exempt: (request) => rateLimitExempt(ctx, request),
   });
   // a NUL, bytes that are not UTF-8 or a lone surrogate in the URL or the body: 400, after the count above
   await app.register(textInputPlugin);
@@ -206,6 +212,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
       });
     }
     // passports, DIDs, audit, admin revoke, x402 discovery (issue 4)
+    await app.register(passportsFeature, { ctx });
     await app.register(passportRoutes, { ctx });
     await app.register(didRoutes, { ctx });
     await app.register(auditRoutes, { ctx });
@@ -217,7 +224,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     installAgentDirectory(app, sql);
     await app.register(agentsRoutes, { ctx });
     // task marketplace with HBAR escrow (issue 10): app.market (api/market/) and its routes
-    registerMarket(app, ctx, { sql, ledger });
+    await app.register(marketFeature, { ctx });
     await app.register(marketRoutes, { ctx });
     // search and the RSS feed over the directory and the task book in memory (issue 12 part 2)
     await app.register(searchRoutes, { ctx });

@@ -1,15 +1,15 @@
 /**
  * How routes drive workflows: start (or attach to the running one with the same business id),
- * wait a bounded time for the result, and answer 202 request_pending with a link to poll when the
- * workflow is still running, never a hanging request.
+ * wait a bounded time for the result (or an Update's, api/market/updates.ts), and throw WorkflowPending
+ * when the workflow is still running: the error handler answers it 202 request_pending with a link to
+ * poll, never a hanging request.
  */
-import type { FastifyReply } from 'fastify';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { Workflow, WorkflowIdReusePolicy, WorkflowResultType } from '@temporalio/common';
 import { startWorkflow, workflowHandle } from '../temporal/workflows.js';
 import type { InputOf, WorkflowContract, WorkflowOf } from '../workflows/contracts/contract.js';
 import type { AppContext } from './context.js';
-import { ApiError, errorBody } from './errors.js';
+import { ApiError } from './errors.js';
 
 export async function temporalClient(ctx: AppContext): Promise<Client> {
   if (!ctx.temporal) throw new ApiError('service_unavailable', 'Workflows are not configured', { hint: 'Retry after 30 seconds' });
@@ -47,12 +47,41 @@ export interface StartDisplay {
   workflowIdReusePolicy?: WorkflowIdReusePolicy;
 }
 
-const PENDING = Symbol('pending');
-
 /** The workflow ended without a result (failed, terminated, cancelled, timed out): 502 execution_failed. */
 export class WorkflowRunFailed extends ApiError {
   constructor(readonly workflowId: string, readonly failure: unknown) {
     super('execution_failed', `Workflow ${workflowId} failed`, { hint: 'Retry the request; no passport change was made' });
+  }
+}
+
+/**
+ * The one "still running" answer of the API (SPEC: never a hanging request): the work was accepted,
+ * its workflow (or the workflow's Update) is still running after the app's bounded wait
+ * (`app.workflowSettings.workflowWaitMs`). Orchestration throws it; the error handler
+ * (api/plugins/errorHandler.ts) answers it like every ApiError: 202 request_pending, Location and
+ * _links.poll naming where to poll, and the workflow's id (pendingBodySchema, api/schemas/common.ts).
+ */
+export class WorkflowPending extends ApiError {
+  constructor(readonly workflowId: string, readonly pollUrl: string, message = 'The request was accepted and is still running') {
+    super('request_pending', message, { hint: `Poll ${pollUrl}`, headers: { location: pollUrl }, extra: { workflowId, _links: { poll: { href: pollUrl } } } });
+  }
+}
+
+/**
+ * `work` (a workflow's result or an Update's), or WorkflowPending from `pending()` once `waitMs` has
+ * passed: the one bounded wait of the API. A failure of `work` after the deadline is ignored (the
+ * workflow records it; a poll shows it).
+ */
+export async function withinDeadline<T>(work: Promise<T>, waitMs: number, pending: () => WorkflowPending): Promise<T> {
+  work.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(pending()), waitMs);
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -85,43 +114,22 @@ export async function latestWorkflowRun(ctx: AppContext, workflowId: string): Pr
 }
 
 /**
- * The workflow's result (typed by the handle's contract), PENDING after waitMs, or an ApiError 502
- * when the workflow failed. T names the result where the compiler cannot work it out from a handle
- * whose contract is itself a type parameter (api/passports/paidRequest.ts).
+ * The workflow's result (typed by the handle's contract), waited for at most `waitMs`: then
+ * WorkflowPending naming `pollUrl`; an ApiError 502 when the workflow failed. T names the result
+ * where the compiler cannot work it out from a handle whose contract is itself a type parameter
+ * (api/passports/issuance.ts).
  */
 export async function waitForResult<T = never, W extends Workflow = Workflow>(
   handle: WorkflowHandle<W>,
   waitMs: number,
-): Promise<([T] extends [never] ? WorkflowResultType<W> : T) | typeof PENDING> {
+  pollUrl: string,
+): Promise<[T] extends [never] ? WorkflowResultType<W> : T> {
   type R = [T] extends [never] ? WorkflowResultType<W> : T;
-  const result = handle.result() as Promise<R>;
-  result.catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof PENDING>((resolve) => {
-    timer = setTimeout(() => resolve(PENDING), waitMs);
-  });
   try {
-    return await Promise.race([result, timeout]);
+    return await withinDeadline(handle.result() as Promise<R>, waitMs, () => new WorkflowPending(handle.workflowId, pollUrl));
   } catch (err) {
+    if (err instanceof WorkflowPending) throw err;
     if (err instanceof WorkflowFailedError) throw new WorkflowRunFailed(handle.workflowId, err);
     throw new ApiError('service_unavailable', 'The workflow result could not be read', { hint: `Poll again later (workflow ${handle.workflowId})` });
-  } finally {
-    clearTimeout(timer);
   }
 }
-
-export function isPending(v: unknown): v is typeof PENDING {
-  return v === PENDING;
-}
-
-export function pendingReply(reply: FastifyReply, workflowId: string, pollUrl: string) {
-  return reply
-    .code(202)
-    .header('location', pollUrl)
-    .send({
-      ...errorBody('request_pending', 'The request was accepted and is still running', `Poll ${pollUrl}`),
-      workflowId,
-      _links: { poll: { href: pollUrl } },
-    });
-}
-

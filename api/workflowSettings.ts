@@ -1,13 +1,14 @@
 /**
- * How this app's routes run workflows (app-wide: passports, DIDs, admin, agents, A2A, registry):
- * the bounded wait before answering 202, the timings handed to new workflows, and the optional
- * workflow id scope. One object per app, the `workflowSettings` decorator set by buildApp (api/app.ts),
- * so a test holding the app can shorten waits. The marketplace keeps its own (api/routes/market).
+ * How this app's routes run workflows (every feature: passports, agents, A2A, registry, trust, the
+ * marketplace's task steps): the one bounded wait before WorkflowPending (202; api/workflowCalls.ts),
+ * the timings handed to new workflows, and the optional workflow id scope. One object per app, the
+ * `workflowSettings` decorator set by buildApp (api/app.ts), so a test holding the app can shorten
+ * waits (the marketplace reads the same object as `app.market.settings`).
  */
 import type { Config } from '../config/index.js';
 import type { PassportWorkflowTimings } from '../workflows/contracts/passport.js';
 
-/** How long a paid request waits for its workflow before answering 202 (SPEC: never a hanging request). */
+/** How long a request waits for its workflow (or a task step) before answering 202 (SPEC: never a hanging request). */
 export const WORKFLOW_WAIT_MS = 20_000;
 
 export interface WorkflowSettings {

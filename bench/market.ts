@@ -107,7 +107,7 @@ async function devTarget(): Promise<Target> {
   const running = worker.run();
   const ctx: AppContext = { config, sql, ledger: stack.ledger, temporal: async () => client };
   const app = await buildApp(ctx, { logger: false });
-  app.market.workflowWaitMs = 120_000; // no 202s: each request answers when its step is done
+  app.market.settings.workflowWaitMs = 120_000; // no 202s: each request answers when its step is done
   await app.listen({ port: 0, host: '127.0.0.1' });
   return {
     name: 'dev',

@@ -10,6 +10,7 @@ import { SnapshotStore } from './snapshot.js';
 import { startGrpcServer } from './grpc-server.js';
 import { startMirrorServer } from './mirror-rest.js';
 import { bootstrap, type AgentAccount, type BootstrapInfo } from './bootstrap.js';
+import type { LedgerDeployment } from '../ledger/deployment.js';
 import type { FaultState } from './faults.js';
 
 export interface LocalnetOptions {
@@ -30,20 +31,15 @@ export interface LocalnetOptions {
   log?: (line: string) => void;
 }
 
-export interface LocalnetConfig {
+/**
+ * The deployment file localnet writes (LOCALNET_CONFIG_PATH): the one deployment type,
+ * LedgerDeployment (ledger/deployment.ts), with what only a localnet has (its facilitator, the
+ * agents' accounts it funded, an admin token).
+ */
+export interface LocalnetConfig extends LedgerDeployment {
   network: 'local';
   node: { address: string; accountId: string };
-  mirrorUrl: string;
-  apiUrl?: string;
   facilitator: { url: string; feePayer: string };
-  operator: { accountId: string; privateKey: string };
-  treasury: string;
-  escrow: string;
-  /** the escrow account's key (DER hex): a secret, like operator.privateKey */
-  escrowPrivateKey: string;
-  payTo: string;
-  passportTokenId: string;
-  topics: { directory: string; audit: string; a2a: string; marketplace: string };
   evm?: unknown;
   accounts: AgentAccount[];
   adminToken?: string;

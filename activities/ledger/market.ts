@@ -42,6 +42,7 @@ import { findScheduleCreate, submissionsWithPrefix } from '../../db/queries/ledg
 import { withTaskEscrowLock } from '../../db/queries/marketEscrow.js';
 import type { LedgerServices } from '../../ledger/services.js';
 import { ledgerCall } from './ledgerCall.js';
+import { taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 
 export interface EscrowScheduleInput {
   idempotencyKey: string;
@@ -134,7 +135,7 @@ export function escrowBooks(deps: { sql: Sql; ledger: LedgerServices }) {
    * spent). `except` is the write being prepared now.
    */
   async function escrowHeld(taskId: string, except: string): Promise<bigint> {
-    const rows = await submissionsWithPrefix(deps.sql, `task:${taskId}/`);
+    const rows = await submissionsWithPrefix(deps.sql, `${taskWorkflowId(taskId)}/`);
     const deleted = new Set<string>();
     for (const r of rows) {
       if (r.kind !== 'schedule_delete' || r.status !== 'succeeded') continue;
@@ -168,7 +169,7 @@ export function escrowBooks(deps: { sql: Sql; ledger: LedgerServices }) {
    * task holds (the escrow reconciler pays out or refunds whatever is left); it must move something.
    */
   async function escrowTransfer(taskId: string, idempotencyKey: string, step: 'payout' | 'refund', legsOf: EscrowLeg[] | ((held: bigint) => EscrowLeg[])): Promise<{ transactionId: string }> {
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId) || idempotencyKey !== `task:${taskId}/${step}`) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(taskId) || idempotencyKey !== `${taskWorkflowId(taskId)}/${step}`) {
       throw ApplicationFailure.create({ message: `escrow ${step}: ${idempotencyKey} is not the ${step} of task ${taskId}`, type: 'LedgerError.ESCROW_NOT_HELD', nonRetryable: true });
     }
     const r = await withTaskEscrowLock(deps.sql, taskId, () =>

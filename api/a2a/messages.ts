@@ -21,7 +21,7 @@ import { PublicKey } from '@hashgraph/sdk';
 import type { AppContext } from '../context.js';
 import { ApiError, echo } from '../errors.js';
 import { scopedWorkflowId, type WorkflowSettings } from '../workflowSettings.js';
-import { isPending, startOrAttach, waitForResult } from '../workflowCalls.js';
+import { startOrAttach, waitForResult } from '../workflowCalls.js';
 import { heldActivePassport } from '../passports/heldPassport.js';
 import { accountPublicKey, requireOwnPrivateKey } from '../auth/ownKey.js';
 import { OperatorByteBudget } from './operatorBudget.js';
@@ -74,8 +74,8 @@ export interface OperatorSend {
   senderDid: string;
 }
 
-/** What a send ends in: the message on the topic, or its workflow still running after the bounded wait. */
-export type DeliveryOutcome = { delivered: Extract<A2aMessageResult, { status: 'delivered' }> } | { pending: string };
+/** What a send ends in: the message on the topic (its workflow still running after the bounded wait is a WorkflowPending naming `pollUrl`). */
+export type DeliveryOutcome = { delivered: Extract<A2aMessageResult, { status: 'delivered' }> };
 
 /** The A2A messaging of one app. */
 export function a2aMessages(ctx: AppContext, settings: WorkflowSettings) {
@@ -177,7 +177,7 @@ export function a2aMessages(ctx: AppContext, settings: WorkflowSettings) {
    * sender can act on. An operator-paid message first gets its one-time authorisation: the start's
    * nonce, this workflow, its sender and the digest of exactly the chunks the worker is to sign.
    */
-  async function deliver(send: DecodedSubmission | OperatorSend): Promise<DeliveryOutcome> {
+  async function deliver(send: DecodedSubmission | OperatorSend, pollUrl: string): Promise<DeliveryOutcome> {
     const sub = 'senderDid' in send ? send.sub : send;
     const messageId = toMirrorTransactionId(sub.transactionId);
     const workflowId = scopedWorkflowId(settings, a2aMessageWorkflowId(sub.transactionId));
@@ -187,13 +187,12 @@ export function a2aMessages(ctx: AppContext, settings: WorkflowSettings) {
       await recordStepAuthorisation(sql, { nonce: input.binding.nonce, workflowId, message: a2aMessageContract.type, callerDid: send.senderDid, argsSha256: a2aChunksSha256(chunks) });
     }
     const handle = await startOrAttach(ctx, a2aMessageContract, workflowId, input);
-    const result = await waitForResult(handle, settings.workflowWaitMs).catch((err: unknown) => {
+    const result = await waitForResult(handle, settings.workflowWaitMs, pollUrl).catch((err: unknown) => {
       if (err instanceof ApiError && err.code === 'execution_failed') {
         throw new ApiError('execution_failed', 'The message could not be submitted to the topic', { hint: `Retry the request; workflow ${workflowId}` });
       }
       throw err;
     });
-    if (isPending(result)) return { pending: workflowId };
     if (result.status === 'refused') {
       const s = result.ledgerStatus;
       if (s === 'INSUFFICIENT_PAYER_BALANCE' || s === 'INSUFFICIENT_ACCOUNT_BALANCE') {

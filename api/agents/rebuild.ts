@@ -5,18 +5,16 @@
  */
 import type { AppContext } from '../context.js';
 import { scopedWorkflowId, type WorkflowSettings } from '../workflowSettings.js';
-import { isPending, startOrAttach, waitForResult } from '../workflowCalls.js';
+import { startOrAttach, waitForResult } from '../workflowCalls.js';
 import { directoryRebuildContract, directoryRebuildWorkflowId, type DirectoryRebuildInput, type DirectoryRebuildResult } from '../../workflows/contracts/directoryRebuild.js';
 
-export type RebuildOutcome = { workflowId: string } & ({ pending: true } | { pending: false; counts: Omit<DirectoryRebuildResult, 'status'> });
+export type RebuildOutcome = { workflowId: string; counts: Omit<DirectoryRebuildResult, 'status'> };
 
-/** Starts (or attaches to) the rebuild and waits for it at most the app's bounded wait. */
+/** Starts (or attaches to) the rebuild and waits for it at most the app's bounded wait (then WorkflowPending: poll GET /agents). */
 export async function rebuildDirectory(ctx: AppContext, settings: WorkflowSettings): Promise<RebuildOutcome> {
   const workflowId = scopedWorkflowId(settings, directoryRebuildWorkflowId());
   const input: DirectoryRebuildInput = settings.timings ? { timings: settings.timings } : {};
   const handle = await startOrAttach(ctx, directoryRebuildContract, workflowId, input, { staticSummary: 'Rebuild the agent directory from the directory topic' });
-  const r = await waitForResult(handle, settings.workflowWaitMs);
-  if (isPending(r)) return { workflowId, pending: true };
-  const { status: _status, ...counts } = r;
-  return { workflowId, pending: false, counts };
+  const { status: _status, ...counts } = await waitForResult(handle, settings.workflowWaitMs, '/agents');
+  return { workflowId, counts };
 }

@@ -11,14 +11,15 @@
  * entry's cardVerified and cardVerification). Then the DID and name are claimed in PostgreSQL (unique, so concurrent
  * requests end with one claim) and the agentRegistration workflow publishes the directory and audit
  * messages and writes the projection, whose NOTIFY brings the entry into every process's memory.
- * The request waits for the workflow at most the app's bounded wait, then answers pending.
+ * The request waits for the workflow at most the app's bounded wait, then throws WorkflowPending
+ * (202, poll GET /agents/{did}).
  */
 import type { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { ApiError, echo } from '../errors.js';
 import type { agentRegisterBodySchema } from '../schemas/agents.js';
 import { scopedWorkflowId, type WorkflowSettings } from '../workflowSettings.js';
-import { isPending, startOrAttach, waitForResult, workflowRunning, WorkflowRunFailed } from '../workflowCalls.js';
+import { startOrAttach, waitForResult, workflowRunning, WorkflowPending, WorkflowRunFailed } from '../workflowCalls.js';
 import { agentEntryOf, claimAgent, findAgent, findAgentByName, releaseAgentClaim, type AgentRow } from '../../db/queries/agents.js';
 import { listPassportsByAccount, type PassportRow } from '../../db/queries/passports.js';
 import { CAPABILITIES, isCapability, type Capability } from '../../domain/capabilities.js';
@@ -41,8 +42,11 @@ import { agentRegistrationContract, agentRegistrationWorkflowId, type AgentRegis
 
 export type AgentRegistrationBody = z.infer<typeof agentRegisterBodySchema>;
 
-/** What a registration ends in: the entry, or its workflow still running after the bounded wait (poll GET /agents/{did}). */
-export type RegistrationOutcome = { registered: AgentEntry } | { pending: string };
+/** What a registration ends in: the entry (its workflow still running after the bounded wait is a WorkflowPending). */
+export type RegistrationOutcome = { registered: AgentEntry };
+
+/** Where a registration is polled (the Location of its 202). */
+const agentUrl = (did: string): string => `/agents/${encodeURIComponent(did)}`;
 
 function alreadyRegistered(what: 'did' | 'name', value: string): ApiError {
   return new ApiError('agent_already_registered', what === 'did' ? `Agent ${echo(value)} is already registered` : `The name ${echo(value)} is already taken`, {
@@ -164,14 +168,13 @@ export function agentRegistrations(ctx: AppContext, settings: WorkflowSettings) 
     }
     let r;
     try {
-      r = await waitForResult(handle, settings.workflowWaitMs);
+      r = await waitForResult(handle, settings.workflowWaitMs, agentUrl(did));
     } catch (err) {
       if (err instanceof WorkflowRunFailed) {
         throw new ApiError('execution_failed', 'The registration could not be written to the directory topic', { hint: 'Retry the request; nothing was registered' });
       }
       throw err;
     }
-    if (isPending(r)) return { pending: handle.workflowId };
     const row = await findAgent(sql, did);
     return { registered: row ? agentEntryOf(row).entry : { ...r.message, active: true } };
   };
@@ -185,7 +188,7 @@ export function agentRegistrations(ctx: AppContext, settings: WorkflowSettings) 
     const existing = await findAgent(sql, did);
     if (existing && (await claimState(existing)) !== 'released') {
       // the same DID's registration is still running (e.g. a retry after 202): poll it
-      if (existing.status === 'pending') return { pending: existing.workflow_id ?? workflowId };
+      if (existing.status === 'pending') throw new WorkflowPending(existing.workflow_id ?? workflowId, agentUrl(did));
       throw alreadyRegistered('did', did);
     }
     const sameName = await findAgentByName(sql, body.name);

@@ -13,7 +13,7 @@
  *                            the same transfer here in memory. Answers the base64 signed bytes, the
  *                            only thing the workflow's complete Update sees.
  */
-import type { PublicKey } from '@hashgraph/sdk';
+import type { PrivateKey, PublicKey } from '@hashgraph/sdk';
 import type { LedgerContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { accountPublicKey, requireOwnPrivateKey } from '../auth/ownKey.js';
@@ -71,7 +71,8 @@ export function checkPayable(task: TaskRecord, posterDid: string): void {
  * The base64 signed payment for a complete request on a task without escrow, checked for exactly the
  * expected transfer signed by the poster. Throws ApiError 400 (or 403 for another payer or key).
  */
-export async function directPaymentBytes(market: Market, task: TaskRecord, fields: DirectPaymentFields, now = Date.now()): Promise<string> {
+export async function directPaymentBytes(market: Market, task: TaskRecord, fields: DirectPaymentFields, opts: { now?: number; provenKey?: PrivateKey } = {}): Promise<string> {
+  const now = opts.now ?? Date.now();
   const ledger = market.ledger;
   const expected = expectedPayment(ledger, task);
   const nodes = nodesOf(ledger);
@@ -93,7 +94,8 @@ export async function directPaymentBytes(market: Market, task: TaskRecord, field
         addDetachedSignature(tx, given, accountKey, fields.signature);
       }
     } else if (fields.posterPrivateKey !== undefined) {
-      const key = await requireOwnPrivateKey(ledger.keys, partyOf(market, task.posterDid, 'posterDid'), fields.posterPrivateKey, 'posterPrivateKey', 'poster');
+      // a key the route already proved (complete-with-key) is not proved again
+      const key = opts.provenKey ?? (await requireOwnPrivateKey(ledger.keys, partyOf(market, task.posterDid, 'posterDid'), fields.posterPrivateKey, 'posterPrivateKey', 'poster'));
       tx = buildPayment({ ...expected, nodeAccountId: nodes.build });
       await signTransaction(tx, key);
     } else {

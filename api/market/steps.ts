@@ -3,14 +3,15 @@
  * verify. Each checks what the API can check from the written task (the rules of domain/market.ts,
  * which the taskLifecycle workflow applies again), then runs the step's Update of the task's
  * workflow (api/market/updates.ts), which makes every side effect. Each answers the task after the
- * step, or throws TaskPending while it still runs (the routes answer 202).
+ * step, or throws WorkflowPending while it still runs (the error handler answers 202).
  *
  * The same party repeating claim, deliver (same result), complete or cancel after a lost answer gets
- * the step's outcome (the task once it is written, TaskPending while it runs), never a refusal.
+ * the step's outcome (the task once it is written, WorkflowPending while it runs), never a refusal.
  *
  * A private key (complete with escrow: posterPrivateKey) signs inside this process only (ScheduleSign
  * bytes, api/market/signing.ts) and is never logged, stored or handed to a workflow.
  */
+import type { PrivateKey } from '@hashgraph/sdk';
 import { requireOwnPrivateKey } from '../auth/ownKey.js';
 import { ApiError } from '../errors.js';
 import {
@@ -99,10 +100,11 @@ export async function increaseReward(market: Market, taskId: string, body: { pos
 
 /**
  * Completes a delivered task. With escrow: posterPrivateKey (checked to be the poster's) signs the
- * pending schedules here and the workflow releases the escrow. Without escrow: the poster's signed
+ * * pending schedules here and the workflow releases the escrow (`provenKey`: the key a -with-key route
+ * already proved, not proved again). Without escrow: the poster's signed
  * transfer (api/market/payment.ts directPaymentBytes) is what the workflow submits.
  */
-export async function completeTask(market: Market, taskId: string, body: { posterDid: string } & DirectPaymentFields): Promise<TaskRecord> {
+export async function completeTask(market: Market, taskId: string, body: { posterDid: string } & DirectPaymentFields, provenKey?: PrivateKey): Promise<TaskRecord> {
   const poster = partyOf(market, body.posterDid, 'posterDid');
   const task = await loadTask(market, taskId);
   const req = { callerDid: body.posterDid };
@@ -111,7 +113,7 @@ export async function completeTask(market: Market, taskId: string, body: { poste
   const again = { op: 'complete' as const, taskId: task.taskId, req };
   if (task.escrow) {
     refuse(completionRefusal(task, { posterSignature: Boolean(body.posterPrivateKey), transfer: Boolean(body.txBytes || body.signature || body.publicKey) }));
-    const key = await requireOwnPrivateKey(market.ledger.keys, poster, body.posterPrivateKey!, 'posterPrivateKey', 'poster');
+    const key = provenKey ?? (await requireOwnPrivateKey(market.ledger.keys, poster, body.posterPrivateKey!, 'posterPrivateKey', 'poster'));
     const scheduleSigns = await signScheduleSigns(market, pendingScheduleIds(task), key);
     return runStep(
       market,
@@ -123,7 +125,7 @@ export async function completeTask(market: Market, taskId: string, body: { poste
       again,
     );
   }
-  const directTransferBytes = await directPaymentBytes(market, task, body);
+  const directTransferBytes = await directPaymentBytes(market, task, body, { provenKey });
   return runStep(market, () => runTaskUpdate(market, task, completeUpdate, { posterDid: body.posterDid, directTransferBytes }), again);
 }
 

@@ -5,8 +5,9 @@
  *   loadTask(market, id)    the task as its last step wrote it (PostgreSQL), for step routes; 404 market_task_not_found
  *   readTask(market, id)    the task from memory (NOTIFY-fed), for read routes
  *   runTaskUpdate(...)      runs a taskLifecycle Update and maps its refusal (validator or handler,
- *                           a TaskRefusal ApplicationFailure) to the SPEC status; TaskPending when
- *                           the step is still running after the bounded wait (answered 202)
+ *                           a TaskRefusal ApplicationFailure) to the SPEC status; WorkflowPending
+ *                           (api/workflowCalls.ts) when the step is still running after the app's
+ *                           bounded wait (the error handler answers it 202)
  *   refuseEarly(...)        the same refusal answered from the written record before any Update
  *   refuse(r)               a domain refusal (domain/market.ts) as the ApiError it is answered with
  */
@@ -14,9 +15,9 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import { ApplicationFailure } from '@temporalio/common';
 import type { UpdateDefinition } from '@temporalio/common';
 import { ApiError, echo } from '../errors.js';
-import { temporalClient } from '../workflowCalls.js';
+import { temporalClient, withinDeadline, WorkflowPending } from '../workflowCalls.js';
 import { isCatalogCode } from '../../domain/errors.js';
-import { refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from '../../domain/market.js';
+import { isTaskId, refusalOf, type TaskOperation, type TaskRecord, type TaskRefusal } from '../../domain/market.js';
 import { findTask } from '../../db/queries/marketTasks.js';
 import { TASK_REFUSAL_TYPE, taskLifecycleContract, taskWorkflowId } from '../../workflows/contracts/taskLifecycle.js';
 import { boundUpdateArgument, workflowHandle } from '../../temporal/workflows.js';
@@ -35,8 +36,9 @@ export function taskNotFound(taskId: string): ApiError {
  * behind. 404 market_task_not_found.
  */
 export async function loadTask(market: Market, taskId: string): Promise<TaskRecord> {
-  if (!/^[0-9a-f-]{36}$/i.test(taskId)) throw taskNotFound(taskId);
-  const row = await findTask(market.sql, taskId.toLowerCase());
+  const id = taskId.toLowerCase();
+  if (!isTaskId(id)) throw taskNotFound(taskId);
+  const row = await findTask(market.sql, id);
   if (!row) throw taskNotFound(taskId);
   return row.record;
 }
@@ -62,16 +64,15 @@ export function refuseEarly(op: TaskOperation, task: TaskRecord, callerDid?: str
   refuse(refusalOf(op, task, callerDid));
 }
 
-export class TaskPending extends Error {
-  constructor(readonly taskId: string) {
-    super(`task ${taskId} step still running`);
-  }
+/** 202 request_pending: the task's step is still running; the task's URL shows when it is done. */
+export function taskPending(taskId: string): WorkflowPending {
+  return new WorkflowPending(taskWorkflowId(taskId), `/market/tasks/${taskId}`, 'The task step was accepted and is still running');
 }
 
 /**
  * Runs an Update of the task's workflow and returns its result. A refusal (validator or handler)
  * becomes the ApiError of its TaskRefusal (SPEC statuses); a step still running after the bounded
- * wait throws TaskPending (api/market/views.ts answers it 202); a closed or missing workflow answers
+ * wait throws WorkflowPending (taskPending; the error handler answers it 202); a closed or missing workflow answers
  * from the record (refusal or 404).
  */
 export async function runTaskUpdate<R, A extends unknown[]>(
@@ -83,19 +84,12 @@ export async function runTaskUpdate<R, A extends unknown[]>(
   const client = await temporalClient(market.ctx);
   const handle = workflowHandle(client, taskLifecycleContract, taskWorkflowId(task.taskId));
   const sent = await authorisedArguments(market, handle.workflowId, update, args);
-  let timer: NodeJS.Timeout | undefined;
-  const pending = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TaskPending(task.taskId)), market.workflowWaitMs);
-  });
   // the definition's argument tuple is checked by this function's signature
   const run = (handle.executeUpdate as (u: UpdateDefinition<R, A>, o: { args: A }) => Promise<R>).call(handle, update, { args: sent });
-  run.catch(() => undefined);
   try {
-    return await Promise.race([run, pending]);
+    return await withinDeadline(run, market.settings.workflowWaitMs, () => taskPending(task.taskId));
   } catch (err) {
     throw mapUpdateError(err, task.taskId);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -116,13 +110,13 @@ async function authorisedArguments<A extends unknown[]>(market: Market, workflow
 }
 
 function mapUpdateError(err: unknown, taskId: string): unknown {
-  if (err instanceof TaskPending || err instanceof ApiError) return err;
+  if (err instanceof ApiError) return err; // WorkflowPending included
   if (err instanceof WorkflowUpdateFailedError) {
     const cause = err.cause;
     if (cause instanceof ApplicationFailure && cause.type === TASK_REFUSAL_TYPE) {
       const r = cause.details?.[0] as TaskRefusal | undefined;
       // the same party's same step is still running in the workflow: the 202 of a step still running
-      if (r?.code === 'request_pending') return new TaskPending(taskId);
+      if (r?.code === 'request_pending') return taskPending(taskId);
       if (r && typeof r.status === 'number') return refusalError(r);
       return new ApiError('invalid_request', cause.message);
     }

@@ -1,14 +1,12 @@
 /**
  * The marketplace's answers: the task record as answered (DESIGN 10, bookkeeping fields left out,
- * with _links), its escrow, a verify outcome, and the 202 of a step still running.
+ * with _links), its escrow and a verify outcome (a step still running is a WorkflowPending,
+ * answered 202 by the error handler).
  */
-import type { FastifyReply } from 'fastify';
-import { errorBody } from '../errors.js';
 import { taskSchema } from '../schemas/market.js';
 import { serializerFor } from '../serializer.js';
 import { resultVisibleTo, type TaskRecord } from '../../domain/market.js';
-import { taskWorkflowId, type VerifyResult } from '../../workflows/contracts/taskLifecycle.js';
-import { TaskPending } from './updates.js';
+import type { VerifyResult } from '../../workflows/contracts/taskLifecycle.js';
 import type { Market } from './state.js';
 
 export function taskLinks(task: TaskRecord): Record<string, { href: string; method?: 'GET' | 'POST' }> {
@@ -73,25 +71,6 @@ export function publicTaskJson(task: TaskRecord): string {
   let json = PUBLIC_JSON.get(task);
   if (json === undefined) PUBLIC_JSON.set(task, (json = serializeTask(taskResponse(task))));
   return json;
-}
-
-/** 202 request_pending: the step is still running; the task's URL shows when it is done. */
-export function pendingTask(reply: FastifyReply, taskId: string) {
-  const poll = `/market/tasks/${taskId}`;
-  return reply
-    .code(202)
-    .header('location', poll)
-    .send({ ...errorBody('request_pending', 'The task step was accepted and is still running', `Poll ${poll}`), workflowId: taskWorkflowId(taskId), _links: { poll: { href: poll } } });
-}
-
-/** A step's answer to the party that took it (`callerDid`, proved by the route): the task after it (200), or 202 while it is still running (TaskPending). */
-export async function answerTask(reply: FastifyReply, step: Promise<TaskRecord>, callerDid: string) {
-  try {
-    return taskResponse(await step, callerDid);
-  } catch (err) {
-    if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
-    throw err;
-  }
 }
 
 /** GET /market/tasks/{taskId}/escrow-status. */

@@ -9,14 +9,14 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { scopedWorkflowId, type WorkflowSettings } from '../workflowSettings.js';
-import { isPending, waitForResult } from '../workflowCalls.js';
+import { waitForResult, WorkflowPending } from '../workflowCalls.js';
 import { passportChanged } from './cache.js';
 import { notFound } from './views.js';
 import { findPassport } from '../../db/queries/passports.js';
 import { startWorkflow } from '../../temporal/workflows.js';
 import { passportRevokeContract, passportRevokeWorkflowId, type PassportRevokeInput, type PassportRevokeResult } from '../../workflows/contracts/passportRevoke.js';
 
-export type RevokeOutcome = { owner: string } & ({ revoked: PassportRevokeResult } | { pending: string });
+export type RevokeOutcome = { owner: string; revoked: PassportRevokeResult };
 
 export async function revokePassport(ctx: AppContext, settings: WorkflowSettings, r: { tokenId: string; serial: number; reason?: string }): Promise<RevokeOutcome> {
   const sql = ctx.sql!;
@@ -50,8 +50,13 @@ export async function revokePassport(ctx: AppContext, settings: WorkflowSettings
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw already();
     throw new ApiError('service_unavailable', 'The workflow could not be started', { hint: 'Retry after 30 seconds' });
   }
-  const result = await waitForResult(handle, settings.workflowWaitMs);
+  let result: PassportRevokeResult;
+  try {
+    result = await waitForResult(handle, settings.workflowWaitMs, `/passport/${r.tokenId}/${r.serial}`);
+  } catch (err) {
+    if (err instanceof WorkflowPending) await passportChanged(sql, r.tokenId, r.serial);
+    throw err;
+  }
   await passportChanged(sql, r.tokenId, r.serial);
-  if (isPending(result)) return { owner: passport.account_id, pending: workflowId };
   return { owner: passport.account_id, revoked: result };
 }

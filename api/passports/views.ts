@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { ApiError, echo } from '../errors.js';
 import type { passportSchema } from '../schemas/passports.js';
 import type { PassportRow } from '../../db/queries/passports.js';
+import type { PassportRefusal } from '../../domain/tiers.js';
 import { isEntityId } from '@agent-passport/core/did';
 
 /**
@@ -56,4 +57,9 @@ export function parsePassportIds(tokenId: unknown, serial: unknown): { tokenId: 
 
 export function notFound(tokenId: string, serial: number | string): ApiError {
   return new ApiError('passport_not_found', `No active passport ${tokenId}/${serial}`, { hint: `Check tokenId ${tokenId} and serial ${serial}, or request a new passport with POST /passport/request` });
+}
+
+/** Throws the ApiError of a passport request's refusal (domain/tiers.ts), if there is one. */
+export function refusePassport(r: PassportRefusal | null): void {
+  if (r) throw new ApiError(r.code, r.message, { hint: r.hint });
 }

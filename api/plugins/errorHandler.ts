@@ -1,7 +1,9 @@
 /**
  * One error handler for the whole app: every failure leaves as { error, code, retryable?, hint? }
  * with a catalog code. Unexpected errors are logged with the request id and answered without
- * internals.
+ * internals. An ApiError carries its status, headers and extra fields: WorkflowPending
+ * (api/workflowCalls.ts), the one "still running" of every route, leaves as 202 request_pending
+ * with its Location, workflowId and _links.poll.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';

@@ -297,6 +297,15 @@ export function requireVerifiedPayment(
 }
 
 /**
+ * The same check from inside a handler, for a route whose price is known only after its own
+ * orchestration has run (api/routes/passports.ts: the plan decides the price and whether to pay at all).
+ */
+export async function verifyPayment(request: FastifyRequest, terms: PaymentTerms, options: RequirePaymentOptions = {}): Promise<VerifiedPayment> {
+  request.verifiedPayment = (await verifyRequestPayment(request, () => terms, options)).verified;
+  return request.verifiedPayment;
+}
+
+/**
  * preHandler factory that verifies, records and SETTLES before the handler (see the module comment:
  * for resources delivered at once; the service's paid routes use requireVerifiedPayment).
  */

@@ -15,6 +15,7 @@
  * the message in the a2a_messages projection once the mirror shows it. Who may send, the signing
  * and the checks of client bytes, and the delivery are api/a2a/messages.ts; this file is HTTP only.
  */
+import { bodyDid } from '../auth/bodyDid.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../context.js';
@@ -34,7 +35,6 @@ import { A2A_MAX_BODY_BYTES, A2A_REQUEST_LIMIT_BYTES, envelopeOf, isBodyTooLarge
 import { parseHederaDid } from '@agent-passport/core/did';
 import { listConversation, listInbox, type A2aMessageRow } from '../../db/queries/a2aMessages.js';
 import type { DecodedSubmission } from '../../ledger/topicSubmission.js';
-import { pendingReply } from '../workflowCalls.js';
 import { a2aMessages, SEND_SIGNED_RECIPE, type A2aMessageFields, type OperatorSend } from '../a2a/messages.js';
 
 /** RFC 9745 Deprecation (a structured-field date: 2026-01-01T00:00:00Z) and RFC 8288 successor links. */
@@ -58,6 +58,14 @@ function toMessage(r: A2aMessageRow) {
   };
 }
 
+const sendResponses = { 200: a2aSendResultSchema, ...errorResponses(202, 400, 401, 403, 404, 413, 500, 502, 503) };
+
+/** The deprecated operator-paid send names its successors on every answer. */
+async function deprecationHeaders(_request: FastifyRequest, reply: FastifyReply) {
+  reply.header('deprecation', SEND_DEPRECATION);
+  reply.header('link', SEND_SUCCESSOR_LINK);
+}
+
 function conversationUrl(a: string, b: string): string {
   return `/a2a/conversation?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`;
 }
@@ -75,9 +83,8 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
   };
 
   /** Delivers the signed message and answers it (202 with the conversation to poll while it runs). */
-  async function deliver(reply: FastifyReply, msg: A2aMessageFields, sub: DecodedSubmission | OperatorSend) {
-    const outcome = await messages.deliver(sub);
-    if ('pending' in outcome) return pendingReply(reply, outcome.pending, conversationUrl(msg.from, msg.to));
+  async function deliver(msg: A2aMessageFields, sub: DecodedSubmission | OperatorSend) {
+    const outcome = await messages.deliver(sub, conversationUrl(msg.from, msg.to));
     const result = outcome.delivered;
     return {
       id: result.id,
@@ -97,8 +104,6 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
     };
   }
 
-  const sendResponses = { 200: a2aSendResultSchema, ...errorResponses(202, 400, 401, 403, 404, 413, 500, 502, 503) };
-
   app.post(
     '/a2a/send-with-key',
     {
@@ -116,10 +121,10 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
         response: sendResponses,
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { senderPrivateKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      return deliver(reply, msg, await messages.signWithSenderKey(msg, senderPrivateKey));
+      return deliver(msg, await messages.signWithSenderKey(msg, senderPrivateKey));
     },
   );
 
@@ -138,20 +143,15 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
         body: a2aSendSignedBodySchema,
         response: sendResponses,
       },
-      preHandler: app.signedRequest((request) => (request.body as { from: string }).from),
+      preHandler: app.signedRequest(bodyDid('from')),
     },
-    async (request, reply) => {
+    async (request) => {
       const { txBytes, signature, publicKey, ...msg } = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
       const sub = await messages.checkSignedSubmission(msg, { txBytes, ...(signature !== undefined ? { signature } : {}), ...(publicKey !== undefined ? { publicKey } : {}) });
-      return deliver(reply, msg, sub);
+      return deliver(msg, sub);
     },
   );
-
-  const deprecationHeaders = async (_request: FastifyRequest, reply: FastifyReply) => {
-    reply.header('deprecation', SEND_DEPRECATION);
-    reply.header('link', SEND_SUCCESSOR_LINK);
-  };
 
   app.post(
     '/a2a/send',
@@ -171,12 +171,12 @@ const a2aRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx 
         body: a2aSendBodySchema,
         response: { ...sendResponses, ...errorResponses(429) },
       },
-      preHandler: app.signedRequest((request) => (request.body as { from: string }).from),
+      preHandler: app.signedRequest(bodyDid('from')),
     },
-    async (request, reply) => {
+    async (request) => {
       const msg = request.body;
       if (isBodyTooLarge(msg.body)) throw tooLarge();
-      return deliver(reply, msg, await messages.prepareOperatorSend(msg));
+      return deliver(msg, await messages.prepareOperatorSend(msg));
     },
   );
 

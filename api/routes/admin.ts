@@ -11,7 +11,6 @@ import { errorResponses } from '../schemas/common.js';
 import { revokeBodySchema, revokeResultSchema } from '../schemas/passports.js';
 import { parsePassportIds, passportLinks } from '../passports/views.js';
 import { revokePassport } from '../passports/revoke.js';
-import { pendingReply } from '../workflowCalls.js';
 
 const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
   app.post(
@@ -25,10 +24,9 @@ const adminRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
         response: { 200: revokeResultSchema, ...errorResponses(202, 400, 401, 403, 404, 409, 500, 502, 503) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const ids = parsePassportIds(request.body.tokenId, request.body.serial);
       const outcome = await revokePassport(ctx, app.workflowSettings, { ...ids, ...(request.body.reason ? { reason: request.body.reason } : {}) });
-      if ('pending' in outcome) return pendingReply(reply, outcome.pending, `/passport/${ids.tokenId}/${ids.serial}`);
       const r = outcome.revoked;
       return {
         revoked: true as const,

@@ -6,24 +6,25 @@
  *   GET  /passports?tokenId=|env=               paginated list (one of tokenId, env required)
  *   POST /passport/{tokenId}/{serial}/upgrade   signed request + x402 for the price difference -> passportUpgrade
  *
- * Paid routes run, in order: DID signature (the unpaid first call only verifies it, without
- * consuming the challenge, so the x402 client can retry the same request with its payment), the
- * request's own checks (tier, capabilities, ownership), then the paid-request saga of
- * api/passports/paidRequest.ts: the refusals that must come before money moves, the x402 gate that
- * VERIFIES the payment (no money moves in the API), the payment recorded with the request's claim,
- * and the workflow that settles it and issues (or upgrades), waited for at most WORKFLOW_WAIT_MS
+ * Paid routes run, in order, in one named handler each: DID signature (the unpaid first call only
+ * verifies it, without consuming the challenge, so the x402 client can retry the same request with
+ * its payment), the request's own checks (domain/tiers.ts issuanceRefusal, tierRefusal; ownership
+ * on the ledger), the refusals that must come before money moves (api/passports/issuance.ts
+ * prepareIssuance, upgrade.ts prepareUpgrade), the x402 gate that VERIFIES the payment (no money
+ * moves in the API), then issue (or upgrade): the payment recorded with the request's claim and the
+ * workflow that settles it and issues (or upgrades), waited for at most the app's bounded wait
  * (then 202 request_pending with a Location to poll).
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { publicBase, type AppContext } from '../context.js';
 import { ApiError, echo } from '../errors.js';
 import { WORKFLOW_WAIT_MS } from '../workflowSettings.js';
-import { notFound, parsePassportIds, passportJson } from '../passports/views.js';
-import { cacheReady, pageOfPassports, passportsOfAccount, usePassportCache } from '../passports/cache.js';
+import { notFound, parsePassportIds, passportJson, refusePassport } from '../passports/views.js';
+import { cacheReady, pageOfPassports, passportsOfAccount } from '../passports/cache.js';
 import { sendJson, serializerFor } from '../serializer.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, type ZodRequest } from '../schemas/common.js';
 import {
   addressPassportsSchema,
   passportIssuanceResultSchema,
@@ -35,77 +36,87 @@ import {
   upgradeBodySchema,
   upgradeResultSchema,
 } from '../schemas/passports.js';
-import { requireVerifiedPayment } from '../plugins/x402.js';
-import { paidPassportRequests, paymentSignatureOf, type IssuancePlan, type UpgradePlan } from '../passports/paidRequest.js';
-import { CAPABILITIES, isCapability } from '../../domain/capabilities.js';
+import { verifyPayment } from '../plugins/x402.js';
+import { paymentSignatureOf } from '../passports/claims.js';
+import { issuanceTerms, issue, prepareIssuance } from '../passports/issuance.js';
+import { prepareUpgrade, upgrade, upgradeTerms } from '../passports/upgrade.js';
 import { HEDERA_NETWORKS, isAccountId, isEntityId, parseHederaDid } from '@agent-passport/core/did';
-import { capabilitiesOutsideTier, isTier, tierEntry, tierPriceTinybars, TIERS } from '../../domain/tiers.js';
+import { issuanceRefusal, issuedCapabilities, tierRefusal, type Tier } from '../../domain/tiers.js';
 import { findPassport, type PassportRow } from '../../db/queries/passports.js';
 
-const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const sql = ctx.sql!;
-  const ledger = ctx.ledger!;
-  const network = ledger.deployment.network;
-  const tokenId = ledger.deployment.passportTokenId;
-  const issuancePlans = new WeakMap<FastifyRequest, IssuancePlan>();
-  const upgradePlans = new WeakMap<FastifyRequest, UpgradePlan>();
-  const paymentsEnabled = app.hasDecorator('x402');
-  const paid = paidPassportRequests(ctx, app.workflowSettings);
+const requestSchema = {
+  tags: ['passports'],
+  summary: 'Buy a passport NFT: DID signature headers + x402 payment of the tier price (HBAR)',
+  description:
+    'Without PAYMENT-SIGNATURE the answer is 402 with PAYMENT-REQUIRED (the signature headers are checked but the challenge is not used up, so the same request can be retried with the payment). ' +
+    'The payment is verified here and settled by the issuance workflow. ' +
+    `If issuance takes longer than ${WORKFLOW_WAIT_MS / 1000} s the answer is 202 request_pending with a Location to poll (GET /passport/address/{accountId}).`,
+  body: passportRequestBodySchema,
+  response: { 200: passportIssuanceResultSchema, ...errorResponses(202, 400, 401, 402, 403, 409, 500, 502, 503) },
+};
 
+const upgradeSchema = {
+  tags: ['passports'],
+  summary: 'Upgrade a passport in place to a higher tier: DID signature headers + x402 payment of the price difference',
+  params: passportPathParams,
+  body: upgradeBodySchema,
+  response: { 200: upgradeResultSchema, ...errorResponses(202, 400, 401, 402, 403, 404, 500, 502, 503) },
+};
+
+const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx }) => {
+  const passports = app.passports;
+  const { sql, ledger, network, tokenId, cache } = passports;
+  const paymentsEnabled = app.hasDecorator('x402');
+
+  /** The DID signature: the unpaid first call only checks the challenge; the paid retry uses it up. */
   const authenticate = async (request: FastifyRequest, did: string | undefined) => {
-    // The unpaid first call only checks the challenge; the paid retry uses it up.
     await app.signedRequest(() => did, { consume: (r) => paymentSignatureOf(r) !== null })(request);
+    return request.auth!;
   };
 
-  // ---------------------------------------------------------------- issuance
-
-  if (paymentsEnabled) {
-    const payIssuance = requireVerifiedPayment((request) => {
-      const plan = issuancePlans.get(request)!;
-      return { amountTinybars: tierPriceTinybars(plan.tier), payTo: ledger.deployment.payTo, description: `Agent passport, ${plan.tier} tier` };
-    });
-
-    app.post(
-      '/passport/request',
-      {
-        schema: {
-          tags: ['passports'],
-          summary: 'Buy a passport NFT: DID signature headers + x402 payment of the tier price (HBAR)',
-          description:
-            'Without PAYMENT-SIGNATURE the answer is 402 with PAYMENT-REQUIRED (the signature headers are checked but the challenge is not used up, so the same request can be retried with the payment). ' +
-            'The payment is verified here and settled by the issuance workflow. ' +
-            `If issuance takes longer than ${WORKFLOW_WAIT_MS / 1000} s the answer is 202 request_pending with a Location to poll (GET /passport/address/{accountId}).`,
-          body: passportRequestBodySchema,
-          response: { 200: passportIssuanceResultSchema, ...errorResponses(202, 400, 401, 402, 403, 409, 500, 502, 503) },
-        },
-        preHandler: async function (request, reply) {
-          const body = request.body;
-          await authenticate(request, body.did);
-          const auth = request.auth!;
-          if (!isTier(body.tier)) throw new ApiError('passport_tier_invalid', `Unknown tier ${echo(body.tier)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
-          const tier = body.tier;
-          const requested = body.capabilities ?? tierEntry(tier).capabilities;
-          const unknown = requested.filter((c) => !isCapability(c));
-          if (unknown.length) throw new ApiError('invalid_request', `Unknown capabilities: ${unknown.join(', ')}`, { hint: `capabilities: use values from ${CAPABILITIES.join(', ')}` });
-          const outside = capabilitiesOutsideTier(tier, requested);
-          if (outside.length) {
-            throw new ApiError('invalid_request', `Capabilities ${outside.join(', ')} are not part of the ${tier} tier`, { hint: `capabilities: the ${tier} tier offers ${tierEntry(tier).capabilities.join(', ')}` });
-          }
-          const capabilities = CAPABILITIES.filter((c) => requested.includes(c));
-          const plan: IssuancePlan = { tier, capabilities, ...(body.endpoint ? { endpoint: body.endpoint } : {}) };
-          issuancePlans.set(request, plan);
-          if ((await paid.prepareIssuance(request, auth, plan)) === 'pay') await payIssuance.call(app, request, reply);
-        },
-      },
-      async (request, reply) => paid.issue(request, reply, request.auth!, issuancePlans.get(request)!),
-    );
+  /** POST /passport/request: signature, the request's own checks, the refusals before money, the payment, the issuance. */
+  async function requestPassport(request: ZodRequest<typeof requestSchema>, reply: FastifyReply) {
+    const body = request.body;
+    const auth = await authenticate(request, body.did);
+    refusePassport(issuanceRefusal(body));
+    const tier = body.tier as Tier; // issuanceRefusal accepted it
+    const asked = { tier, capabilities: issuedCapabilities(tier, body.capabilities), ...(body.endpoint ? { endpoint: body.endpoint } : {}) };
+    const { plan, pay } = await prepareIssuance(passports, request, auth, asked);
+    if (pay) await verifyPayment(request, issuanceTerms(passports, plan));
+    return issue(passports, request, reply, auth, plan);
   }
+
+  /** POST /passport/{tokenId}/{serial}/upgrade: signature, the holder on the ledger, the tier, the refusals before money, the payment, the upgrade. */
+  async function upgradePassport(request: ZodRequest<typeof upgradeSchema>, reply: FastifyReply) {
+    const ids = parsePassportIds(request.params.tokenId, request.params.serial);
+    const auth = await authenticate(request, request.body.did);
+    const passport = await heldPassport(ids, auth);
+    refusePassport(tierRefusal(request.body.tier));
+    const plan = await prepareUpgrade(passports, request, auth, passport, request.body.tier as Tier);
+    if (!plan.attach) await verifyPayment(request, upgradeTerms(passports, plan), { requiredCode: 'passport_payment_required', failedCode: 'passport_payment_failed' });
+    return upgrade(passports, request, reply, auth, plan);
+  }
+
+  /** The passport, held by the signer on the ledger (mirror), not by PostgreSQL's copy of the owner: 404, 403 passport_not_owned, 503. */
+  async function heldPassport(ids: { tokenId: string; serial: number }, auth: { accountId: string; did: string }): Promise<PassportRow> {
+    const passport = await findPassport(sql, ids.tokenId, ids.serial);
+    if (!passport || passport.revoked_at) throw notFound(ids.tokenId, ids.serial);
+    const holder = await ledger.mirror.getNftHolder(ids.tokenId, ids.serial).catch(() => {
+      throw new ApiError('service_unavailable', 'The ledger mirror could not be read to check who holds the passport', { hint: 'Retry after 30 seconds' });
+    });
+    if (holder === null) throw notFound(ids.tokenId, ids.serial);
+    if (holder !== auth.accountId) {
+      throw new ApiError('passport_not_owned', `Passport ${ids.tokenId}/${ids.serial} is not owned by ${auth.did}`, { hint: `Sign with the account that owns ${ids.tokenId}/${ids.serial}` });
+    }
+    return passport;
+  }
+
+  if (paymentsEnabled) app.post('/passport/request', { schema: requestSchema }, requestPassport);
 
   // ---------------------------------------------------------------- reads
   // Served from the memory cache kept current by NOTIFY (api/passports/cache.ts); bodies are
   // serialised once per passport version and sent as they are.
 
-  const cache = usePassportCache(app, sql);
   const serializePassport = serializerFor(passportSchema);
   const serializeAddress = serializerFor(addressPassportsSchema);
   const passportBodies = new Map<string, { row: PassportRow; base: string; body: string }>();
@@ -190,49 +201,7 @@ const passportRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, {
 
   // ---------------------------------------------------------------- upgrade
 
-  if (paymentsEnabled) {
-    const payUpgrade = requireVerifiedPayment(
-      (request) => {
-        const plan = upgradePlans.get(request)!;
-        return { amountTinybars: plan.price, payTo: ledger.deployment.payTo, description: `Passport upgrade ${plan.oldTier} -> ${plan.newTier}` };
-      },
-      { requiredCode: 'passport_payment_required', failedCode: 'passport_payment_failed' },
-    );
-
-    app.post(
-      '/passport/:tokenId/:serial/upgrade',
-      {
-        schema: {
-          tags: ['passports'],
-          summary: 'Upgrade a passport in place to a higher tier: DID signature headers + x402 payment of the price difference',
-          params: passportPathParams,
-          body: upgradeBodySchema,
-          response: { 200: upgradeResultSchema, ...errorResponses(202, 400, 401, 402, 403, 404, 500, 502, 503) },
-        },
-        preHandler: async function (request, reply) {
-          const ids = parsePassportIds(request.params.tokenId, request.params.serial);
-          await authenticate(request, request.body.did);
-          const auth = request.auth!;
-          const passport: PassportRow | null = await findPassport(sql, ids.tokenId, ids.serial);
-          if (!passport || passport.revoked_at) throw notFound(ids.tokenId, ids.serial);
-          // The holder comes from the ledger (mirror), not from PostgreSQL's copy of the owner.
-          const holder = await ledger.mirror.getNftHolder(ids.tokenId, ids.serial).catch(() => {
-            throw new ApiError('service_unavailable', 'The ledger mirror could not be read to check who holds the passport', { hint: 'Retry after 30 seconds' });
-          });
-          if (holder === null) throw notFound(ids.tokenId, ids.serial);
-          if (holder !== auth.accountId) {
-            throw new ApiError('passport_not_owned', `Passport ${ids.tokenId}/${ids.serial} is not owned by ${auth.did}`, { hint: `Sign with the account that owns ${ids.tokenId}/${ids.serial}` });
-          }
-          const requested = request.body.tier;
-          if (!isTier(requested)) throw new ApiError('passport_tier_invalid', `Unknown tier ${echo(requested)}`, { hint: `Use one of ${TIERS.join(', ')} (GET /catalog)` });
-          const plan = await paid.prepareUpgrade(request, auth, passport, requested);
-          upgradePlans.set(request, plan);
-          if (!plan.attach) await payUpgrade.call(app, request, reply);
-        },
-      },
-      async (request, reply) => paid.upgrade(request, reply, request.auth!, upgradePlans.get(request)!),
-    );
-  }
+  if (paymentsEnabled) app.post('/passport/:tokenId/:serial/upgrade', { schema: upgradeSchema }, upgradePassport);
 };
 
 export default passportRoutes;

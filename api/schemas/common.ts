@@ -1,4 +1,6 @@
-/** zod schemas shared by many routes. */
+/** zod schemas shared by many routes, and the request type of a named handler. */
+import type { FastifyRequest, FastifySchema, RawRequestDefaultExpression, RawServerDefault, RouteGenericInterface } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { CAPABILITIES } from '../../domain/capabilities.js';
 import { TIERS } from '../../domain/tiers.js';
@@ -36,8 +38,8 @@ export const paginationQuery = {
 };
 
 /**
- * The 202 request_pending answer (api/workflowCalls.ts pendingReply, api/market/views.ts
- * pendingTask): the work was accepted and is still running; poll the Location (also _links.poll).
+ * The 202 request_pending answer (api/workflowCalls.ts WorkflowPending, answered by the error
+ * handler): the work was accepted and is still running; poll the Location (also _links.poll).
  * /openapi.json documents the Location header with it (api/plugins/openapi.ts).
  */
 export const pendingBodySchema = z
@@ -62,3 +64,10 @@ export const pendingBodySchema = z
 export function errorResponses(...statuses: number[]): Record<number, typeof errorBodySchema | typeof pendingBodySchema> {
   return Object.fromEntries(statuses.map((s) => [s, s === 202 ? pendingBodySchema : errorBodySchema]));
 }
+
+/**
+ * The request of a route whose schema is S, with body, params, querystring and headers typed from
+ * its zod schemas by the type provider: what a named handler (or a preHandler) takes, so no route
+ * casts `request.body`.
+ */
+export type ZodRequest<S extends FastifySchema> = FastifyRequest<RouteGenericInterface, RawServerDefault, RawRequestDefaultExpression, S, ZodTypeProvider>;

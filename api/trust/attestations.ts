@@ -12,7 +12,7 @@
  *   - attestSnapshot: the domain's current snapshot (exactly as GET /api/trust/{domain} serves it),
  *     opened as above, and the trustAttest workflow (id trust-attest:{domain}:{snapshot_hash}) that
  *     sends attestDomain(domain, hash) to the passport contract once per snapshot hash, waited for
- *     at most WORKFLOW_WAIT_MS;
+ *     at most the app's bounded wait (then WorkflowPending, polled at attestationUrl);
  *   - attestationState: the body of GET /api/trust/{domain}/attestations/{snapshot_hash}, the
  *     Location of attest's 202.
  */
@@ -20,8 +20,8 @@ import type { Sql } from 'postgres';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { DAY_MS, requireQuota } from '../quotas.js';
-import { isPending, startOrAttach, waitForResult } from '../workflowCalls.js';
-import { WORKFLOW_WAIT_MS } from '../workflowSettings.js';
+import { startOrAttach, waitForResult } from '../workflowCalls.js';
+import type { WorkflowSettings } from '../workflowSettings.js';
 import type { ScanAdmission, TrustSnapshots } from './snapshots.js';
 import { findOwnershipBy } from '../../db/queries/domainOwnership.js';
 import { findAttestation, onChainOf, openAttestationOnce, type AttestationRow, type OnChainAttestation } from '../../db/queries/trustAttestations.js';
@@ -65,13 +65,13 @@ export async function openCharged(ctx: AppContext, did: string, a: Parameters<ty
 }
 
 /** What attest ends in: the recorded attestation on chain, or its workflow still running (poll attestationUrl). */
-export type AttestOutcome = { row: AttestationRow; onChain: OnChainAttestation } | { pending: string; snapshotHash: string };
+export type AttestOutcome = { row: AttestationRow; onChain: OnChainAttestation };
 
 /**
  * Has the domain's current snapshot written on chain for `did` (whose passport and ownership the
  * route checked): 503 without an EVM chain configured; a snapshot already attested answers at once.
  */
-export async function attestSnapshot(ctx: AppContext, snapshots: TrustSnapshots, r: { domain: string; did: string; admitScan: ScanAdmission }): Promise<AttestOutcome> {
+export async function attestSnapshot(ctx: AppContext, settings: WorkflowSettings, snapshots: TrustSnapshots, r: { domain: string; did: string; admitScan: ScanAdmission }): Promise<AttestOutcome> {
   const { domain, did } = r;
   const { EVM_RPC_URL, EVM_CHAIN_ID, PASSPORT_CONTRACT_ADDRESS } = ctx.config;
   if (!EVM_RPC_URL || !EVM_CHAIN_ID || !PASSPORT_CONTRACT_ADDRESS) {
@@ -95,13 +95,12 @@ export async function attestSnapshot(ctx: AppContext, snapshots: TrustSnapshots,
   const workflowId = trustAttestWorkflowId(domain, hash);
   const input: TrustAttestInput = { domain, snapshotHash: hash };
   const handle = await startOrAttach(ctx, trustAttestContract, workflowId, input, { staticSummary: `attest ${domain} ${hash.slice(0, 12)}… for ${did}` });
-  const result = await waitForResult(handle, WORKFLOW_WAIT_MS).catch((err: unknown) => {
+  const result = await waitForResult(handle, settings.workflowWaitMs, attestationUrl(domain, hash)).catch((err: unknown) => {
     if (err instanceof ApiError && err.code === 'execution_failed') {
       throw new ApiError('execution_failed', `The attestation of ${domain} could not be written on chain`, { hint: `Retry the request; workflow ${workflowId}` });
     }
     throw err;
   });
-  if (isPending(result)) return { pending: workflowId, snapshotHash: hash };
   return { row, onChain: result };
 }
 

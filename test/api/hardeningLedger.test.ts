@@ -309,7 +309,7 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
       const routes = routeFiles();
       const problems: string[] = [];
       const homes = featureFiles();
-      expect(homes.map((f) => f.file)).toEqual(expect.arrayContaining(['market/posting.ts', 'passports/paidRequest.ts', 'trust/ownership.ts', 'a2a/messages.ts']));
+      expect(homes.map((f) => f.file)).toEqual(expect.arrayContaining(['market/posting.ts', 'passports/issuance.ts', 'trust/ownership.ts', 'a2a/messages.ts']));
       for (const { file, feature, codes } of homes) {
         const own = routes.filter((r) => FEATURE_ROUTES[feature]!.some((prefix) => r.file === prefix || r.file.startsWith(prefix))).flatMap((r) => r.routes.map((x) => x.url));
         for (const code of codes) {
@@ -329,7 +329,7 @@ describe('issue 8 hardening against PostgreSQL and localnet', () => {
           if (!/signedRequest\(/.test(route.options)) continue;
           signed += 1;
           const codes = ['auth_header_missing', 'auth_did_unresolved', 'auth_signature_invalid', 'auth_challenge_expired'];
-          if (/signedRequest\(\s*\(/.test(route.options)) codes.push('auth_did_mismatch');
+          if (/signedRequest\(\s*(\(|bodyDid\()/.test(route.options)) codes.push('auth_did_mismatch');
           for (const code of codes) if (!(byCode.get(code) ?? []).includes(route.url)) problems.push(`${file} ${route.url}: ${code}`);
         }
       }

@@ -116,7 +116,7 @@ describe('money integrity II: bound messages, authorised steps, own claims (issu
     await ps.startWorker();
     [poster, claimer, buyer] = ps.agents as [TestAgent, TestAgent, TestAgent];
     for (const a of [poster, claimer]) ok(await buyPassport(ps, a, { tier: 'gold' }));
-    ps.app.market.workflowWaitMs = 60_000;
+    ps.app.market.settings.workflowWaitMs = 60_000;
     raw = new TemporalClient({ connection: ps.t.client.connection, namespace: ps.t.client.options.namespace });
   }, 240_000);
   afterAll(async () => {

@@ -97,7 +97,7 @@ describe('events out: webhooks and pull', () => {
 
   beforeAll(async () => {
     ps = await startPassportStack('events');
-    ps.app.market.workflowWaitMs = 60_000;
+    ps.app.market.settings.workflowWaitMs = 60_000;
     env = {
       ...ps.stack.env,
       DATABASE_URL: databaseUrlOf(ps.sql),

@@ -80,7 +80,7 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     feeBps = Number(ps.stack.env.MARKET_FEE_BPS ?? 250);
     treasury = ps.stack.deployment.treasury;
     escrow = ps.stack.deployment.escrow;
-    ps.app.market.workflowWaitMs = 60_000;
+    ps.app.market.settings.workflowWaitMs = 60_000;
   }, 240_000);
   afterAll(async () => {
     await ps?.stop();
@@ -521,12 +521,12 @@ describe('task marketplace end to end (localnet escrow schedules, taskLifecycle 
     const state = ps.app.market;
     worker.worker.shutdown();
     await worker.running;
-    state.workflowWaitMs = 1_500;
+    state.settings.workflowWaitMs = 1_500;
     let pending: { status: number; body: Json };
     try {
       pending = await signed('/market/tasks', poster, newTask({ title: 'no worker yet' }));
     } finally {
-      state.workflowWaitMs = 60_000;
+      state.settings.workflowWaitMs = 60_000;
       worker = await ps.startWorker();
     }
     expect(pending.status, JSON.stringify(pending.body)).toBe(202);

@@ -94,7 +94,7 @@ describe('marketplace payout durability', () => {
     // fast retries so a blocked or failing attempt is retried within a second; short waits so a request blocked on a dead worker answers 202
     const state = ps.app.market;
     state.taskTimings = { retryInitialMs: 200, retryMaximumMs: 2_000, ledgerMaxAttempts: 10, activityTimeoutMs: 60_000 };
-    state.workflowWaitMs = 5_000;
+    state.settings.workflowWaitMs = 5_000;
     const w = await ps.startWorker();
     for (const a of [poster, claimer]) {
       const r = await paidPost(ps, a, '/passport/request', { tier: 'gold' });

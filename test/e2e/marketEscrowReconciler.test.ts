@@ -113,7 +113,7 @@ describe('the escrow reconciler settles tasks whose workflow is closed', () => {
       },
     } as never);
     try {
-      ps.app.market.workflowWaitMs = 3_000;
+      ps.app.market.settings.workflowWaitMs = 3_000;
       const r = await step();
       expect(r.status, JSON.stringify(r.body)).toBe(202);
       const end = Date.now() + 60_000;
@@ -122,7 +122,7 @@ describe('the escrow reconciler settles tasks whose workflow is closed', () => {
       await terminate(taskId);
     } finally {
       release();
-      ps.app.market.workflowWaitMs = 60_000;
+      ps.app.market.settings.workflowWaitMs = 60_000;
       stuck.worker.shutdown();
       await stuck.running;
       worker = await ps.startWorker(reconcilerActivities() as never);
@@ -141,7 +141,7 @@ describe('the escrow reconciler settles tasks whose workflow is closed', () => {
     escrow = ps.stack.deployment.escrow;
     treasury = ps.stack.deployment.treasury;
     feeBps = Number(ps.stack.env.MARKET_FEE_BPS ?? 250);
-    ps.app.market.workflowWaitMs = 60_000;
+    ps.app.market.settings.workflowWaitMs = 60_000;
   }, 240_000);
   afterAll(async () => {
     await deleteEscrowReconciler(ps.t.client, ps.t.taskQueue).catch(() => undefined);

@@ -74,7 +74,7 @@ describe('Idempotency-Key on task posting (one task per key and poster, over HTT
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
     escrow = ps.stack.deployment.escrow;
-    ps.app.market.workflowWaitMs = 60_000;
+    ps.app.market.settings.workflowWaitMs = 60_000;
   }, 240_000);
   afterAll(async () => {
     await ps?.stop();

@@ -163,7 +163,7 @@ describe('marketplace money paths (issue 19)', () => {
     ({ operator: { accountId: operator }, treasury, escrow } = ps.stack.deployment);
     feeBps = testConfig(ps.stack.env).MARKET_FEE_BPS;
     attackerClient = sdkClient(ps.stack.localnet.config, attacker);
-    state().workflowWaitMs = 60_000;
+    state().settings.workflowWaitMs = 60_000;
     state().taskTimings = fastRetries;
   }, 240_000);
   afterAll(async () => {

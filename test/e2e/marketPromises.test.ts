@@ -104,7 +104,7 @@ describe('marketplace promises and bounds (trust ladder, caps, claim/review/fund
     feeBps = Number(ps.stack.env.MARKET_FEE_BPS ?? 250);
     treasury = ps.stack.deployment.treasury;
     escrow = ps.stack.deployment.escrow;
-    state().workflowWaitMs = 30_000;
+    state().settings.workflowWaitMs = 30_000;
     verifier = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));

@@ -73,7 +73,7 @@ describe('delivered results are read by the parties only until completion', () =
       const r = await buyPassport(ps, a, { tier: 'gold' });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
     }
-    ps.app.market.workflowWaitMs = 60_000;
+    ps.app.market.settings.workflowWaitMs = 60_000;
     http = new Client({ name: 'result-privacy', version: '1.0.0' });
     await http.connect(new StreamableHTTPClientTransport(new URL(`${ps.baseUrl}/mcp`)));
   }, 240_000);

@@ -78,12 +78,12 @@ describe('retried task steps answer the outcome, never 409, and run once', () =>
   const market = () => ps.app.market;
   /** localnet holds consensus and the routes wait briefly, for the step about to be sent and its retries */
   const hold = () => {
-    market().workflowWaitMs = WAIT_MS;
+    market().settings.workflowWaitMs = WAIT_MS;
     ps.stack.localnet.faults.delayConsensus(HOLD_S);
   };
   /** the retries are sent: the next requests (setup, late retries) wait for their step as usual */
   const release = () => {
-    market().workflowWaitMs = 60_000;
+    market().settings.workflowWaitMs = 60_000;
   };
 
   beforeAll(async () => {
@@ -96,7 +96,7 @@ describe('retried task steps answer the outcome, never 409, and run once', () =>
     }
     feeBps = Number(ps.stack.env.MARKET_FEE_BPS ?? 250);
     const state = market();
-    state.workflowWaitMs = 60_000;
+    state.settings.workflowWaitMs = 60_000;
     state.taskTimings = { retryInitialMs: 200, retryMaximumMs: 2_000, ledgerMaxAttempts: 10, activityTimeoutMs: 60_000 };
   }, 240_000);
   afterEach(() => {

@@ -1,6 +1,6 @@
 /**
- * Contract of passportIssuance (workflows/passportIssuance.ts): started by POST /passport/issue
- * (api/passports/paidRequest.ts) once the x402 payment is verified and recorded with its claim, and
+ * Contract of passportIssuance (workflows/passportIssuance.ts): started by POST /passport/request
+ * (api/passports/issuance.ts) once the x402 payment is verified and recorded with its claim, and
  * run again by the payment reconciler for a claim still pending.
  *
  * Its id names the wallet, not the payment (DESIGN 5): one issuance per wallet at a time, enforced by

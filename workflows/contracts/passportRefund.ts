@@ -1,6 +1,6 @@
 /**
  * Contract of passportRefund (workflows/passportRefund.ts): started by the API for a payment whose
- * request lost a race or whose workflow could not run (api/passports/paidRequest.ts), and by the
+ * request lost a race or whose workflow could not run (api/passports/claims.ts), and by the
  * payment reconciler for a payment with no request to finish.
  */
 import type { FailedStep, PassportWorkflowTimings } from './passport.js';

@@ -1,6 +1,6 @@
 /**
  * Contract of passportUpgrade (workflows/passportUpgrade.ts): started by POST /passport/upgrade
- * (api/passports/paidRequest.ts) once the x402 payment of the price difference is verified and
+ * (api/passports/upgrade.ts) once the x402 payment of the price difference is verified and
  * recorded with its claim of the passport; run again by the payment reconciler for a pending claim.
  */
 import type { Capability } from '../../domain/capabilities.js';

@@ -7,13 +7,13 @@
  *
  * Each entry carries the agent's marketplace record (api/market/records.ts, NOTIFY-fed too).
  */
+import { bodyDid } from '../../auth/bodyDid.js';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { ApiError, echo } from '../../errors.js';
 import { requireAdmin } from '../../plugins/adminAuth.js';
 import { errorResponses } from '../../schemas/common.js';
 import { agentDidParams, agentEntrySchema, agentListSchema, agentRegisterBodySchema, agentsQuerySchema, rebuildResultSchema } from '../../schemas/agents.js';
-import { pendingReply } from '../../workflowCalls.js';
 import { sendJson, serializerFor } from '../../serializer.js';
 import { agentRegistrations } from '../../agents/registration.js';
 import { rebuildDirectory } from '../../agents/rebuild.js';
@@ -75,12 +75,11 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         body: agentRegisterBodySchema,
         response: { 200: agentEntrySchema, ...errorResponses(202, 400, 401, 403, 409, 500, 502, 503) },
       },
-      preHandler: app.signedRequest((r) => (r.body as { did?: string }).did),
+      preHandler: app.signedRequest(bodyDid('did')),
     },
-    async (request, reply) => {
+    async (request) => {
       const { did, accountId } = request.auth!;
       const outcome = await registrations.register({ did, accountId }, request.body);
-      if ('pending' in outcome) return pendingReply(reply, outcome.pending, `/agents/${encodeURIComponent(did)}`);
       return withLinks(outcome.registered, records.viewOf(did));
     },
   );
@@ -135,9 +134,8 @@ const agentsRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         response: { 200: rebuildResultSchema, ...errorResponses(202, 401, 403, 500, 502, 503) },
       },
     },
-    async (_request, reply) => {
+    async () => {
       const r = await rebuildDirectory(ctx, app.workflowSettings);
-      if (r.pending) return pendingReply(reply, r.workflowId, '/agents');
       return { rebuilt: true as const, workflowId: r.workflowId, ...r.counts };
     },
   );

@@ -3,6 +3,7 @@
  * unsigned transfer of a delivered task without escrow, built by api/market/payment.ts (which also
  * checks the signed transfer a complete request brings). DID signature headers (posterDid).
  */
+import { bodyDid } from '../../auth/bodyDid.js';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { errorResponses } from '../../schemas/common.js';
@@ -30,7 +31,7 @@ const paymentRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) =>
         body: preparePaymentBodySchema,
         response: { 200: preparePaymentResultSchema, ...errorResponses(400, 401, 403, 404, 500, 503) },
       },
-      preHandler: app.signedRequest((request) => (request.body as { posterDid?: string }).posterDid),
+      preHandler: app.signedRequest(bodyDid('posterDid')),
     },
     async (request) => preparePayment(market, request.params.taskId, request.body.posterDid),
   );

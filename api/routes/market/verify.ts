@@ -18,8 +18,7 @@ import { errorResponses } from '../../schemas/common.js';
 import { taskIdParams } from '../../schemas/market.js';
 import { verifyBodySchema, verifyResultSchema } from '../../schemas/marketPayments.js';
 import { verifyTask } from '../../market/steps.js';
-import { TaskPending } from '../../market/updates.js';
-import { pendingTask, verifyView } from '../../market/views.js';
+import { verifyView } from '../../market/views.js';
 
 const verifyRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) => {
   const market = app.market;
@@ -41,14 +40,7 @@ const verifyRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app) => 
         response: { 200: verifyResultSchema, ...errorResponses(202, 400, 404, 500, 502, 503) },
       },
     },
-    async (request, reply) => {
-      try {
-        return verifyView(await verifyTask(market, request.params.taskId, request.body?.callerDid));
-      } catch (err) {
-        if (err instanceof TaskPending) return pendingTask(reply, err.taskId);
-        throw err;
-      }
-    },
+    async (request) => verifyView(await verifyTask(market, request.params.taskId, request.body?.callerDid)),
   );
 };
 

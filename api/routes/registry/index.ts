@@ -11,6 +11,7 @@
  * header the registration is made without owner (the plain registration: nothing for the operator
  * to pay); with them, a signature that fails or names another DID is refused as on every signed route.
  */
+import { bodyDid } from '../../auth/bodyDid.js';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../errors.js';
@@ -30,7 +31,7 @@ const registryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; clients: Registry
   const now = () => ctx.now?.() ?? new Date();
   const network = ctx.ledger?.deployment.network ?? ctx.config.HEDERA_NETWORK;
   /** The guard proving `owner` (present with PostgreSQL and a ledger, as the other signed routes). */
-  const ownerSignature = app.hasDecorator('signedRequest') ? app.signedRequest((request) => (request.body as { owner?: string }).owner) : undefined;
+  const ownerSignature = app.hasDecorator('signedRequest') ? app.signedRequest(bodyDid('owner')) : undefined;
   const signatureHeaders = [DID_HEADER, CHALLENGE_HEADER, SIGNATURE_HEADER];
   const registrations = registryRegistrations(ctx, app.workflowSettings, clients);
 

@@ -23,6 +23,7 @@
  * Without an EVM chain and attester key configured the route answers 503 service_unavailable.
  * Steps 2 and 3 and the workflow are api/trust/attestations.ts attestSnapshot; this file is HTTP only.
  */
+import { bodyDid } from '../../auth/bodyDid.js';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
@@ -30,7 +31,6 @@ import { ApiError, echo } from '../../errors.js';
 import { didString, errorResponses, linkMapSchema } from '../../schemas/common.js';
 import { onChainSchema, trustDomainParams, trustSnapshotSchema } from '../../schemas/trust.js';
 import { scanAdmission } from '../../trust/scanQuota.js';
-import { pendingReply } from '../../workflowCalls.js';
 import { domainOf } from '../../trust/domainOf.js';
 import { heldActivePassport } from '../../passports/heldPassport.js';
 import { findAttestation, type AttestationRow, type OnChainAttestation } from '../../../db/queries/trustAttestations.js';
@@ -79,15 +79,14 @@ const attestRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { c
         body: attestBodySchema,
         response: { 200: trustSnapshotSchema, ...errorResponses(202, 400, 401, 403, 404, 429, 502, 503) },
       },
-      preHandler: app.signedRequest((req) => (req.body as { did?: string } | undefined)?.did),
+      preHandler: app.signedRequest(bodyDid('did')),
     },
     async (request, reply) => {
       const domain = domainOf(request.params.domain);
       const { did, accountId } = request.auth!;
       await requirePassport(did, accountId);
       await requireOwnership(sql, domain, did);
-      const outcome = await attestSnapshot(ctx, app.trustSnapshots, { domain, did, admitScan: scanAdmission(ctx, request) });
-      if ('pending' in outcome) return pendingReply(reply, outcome.pending, attestationUrl(domain, outcome.snapshotHash));
+      const outcome = await attestSnapshot(ctx, app.workflowSettings, app.trustSnapshots, { domain, did, admitScan: scanAdmission(ctx, request) });
       return answer(outcome.row, outcome.onChain);
     },
   );

@@ -11,6 +11,7 @@
  *        file showed), 404 no such challenge for this DID or the domain has no public address, 400
  *        challenge or proof expired, 429 quota
  */
+import { bodyDid } from '../../auth/bodyDid.js';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
@@ -109,7 +110,7 @@ const ownershipRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
         body: verifyBodySchema,
         response: { 200: verifyResultSchema, ...errorResponses(400, 401, 403, 404, 429, 503) },
       },
-      preHandler: app.signedRequest((req) => (req.body as { did?: string } | undefined)?.did),
+      preHandler: app.signedRequest(bodyDid('did')),
     },
     async (request) => {
       const domain = domainOf(request.params.domain);
