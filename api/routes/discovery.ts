@@ -25,7 +25,7 @@ import { errorResponses } from '../schemas/common.js';
 import { jrdSchema, webfingerQuerySchema } from '../schemas/discovery.js';
 import { findAgent } from '../../db/queries/agents.js';
 import { parseHederaDid } from '@agent-passport/core/did';
-import { AUTHORIZE_ROUTE, GRANT_TYPES, JWKS_ROUTE, OAUTH_SCOPES, TOKEN_AUTH_METHODS, TOKEN_ROUTE } from './oauth.js';
+import { AUTHORIZE_ROUTE, CLIENT_REGISTRATION_ROUTE, GRANT_TYPES, JWKS_ROUTE, OAUTH_SCOPES, TOKEN_AUTH_METHODS, TOKEN_ROUTE } from './oauth.js';
 import { ME_ROUTE, REGISTER_ROUTE } from './registry/index.js';
 
 export const LINKSET_MEDIA_TYPE = 'application/linkset+json';
@@ -45,7 +45,8 @@ export function authorizationServerMetadata(base: string) {
     issuer: base,
     authorization_endpoint: `${base}${AUTHORIZE_ROUTE}`,
     token_endpoint: `${base}${TOKEN_ROUTE}`,
-    registration_endpoint: `${base}${REGISTER_ROUTE}`,
+    // RFC 7591 dynamic client registration; POST /api/v1/agents/register keeps SPEC's own shape
+    registration_endpoint: `${base}${CLIENT_REGISTRATION_ROUTE}`,
     jwks_uri: `${base}${JWKS_ROUTE}`,
     scopes_supported: [...OAUTH_SCOPES],
     // no response type is offered at the authorization endpoint: only the client credentials grant

@@ -2145,7 +2145,7 @@ export interface paths {
         put?: never;
         /**
          * Register for a registry api key (the keyed free tier); the key is shown once
-         * @description Returns the registration record and api_key (apk_ + 43 base64url characters), shown only in this answer; only its sha256 is kept. At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). With owner (a DID on this service's network) signed by that DID (X-Service-DID, X-Service-Challenge, X-Service-Signature of GET /auth/challenge) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, within a daily budget (SPONSORED_DAILY_BUDGET, default 100) of which one owner takes at most SPONSORED_DAILY_PER_OWNER (default 5), both resetting at UTC midnight (429 sponsored_quota_exceeded). An owner without signature headers is not recorded: the answer is the plain registration (owner null, sponsored false). Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). Also the OAuth registration_endpoint: the record id is the client_id, the key the client_secret.
+         * @description Returns the registration record and api_key (apk_ + 43 base64url characters), shown only in this answer; only its sha256 is kept. At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). With owner (a DID on this service's network) signed by that DID (X-Service-DID, X-Service-Challenge, X-Service-Signature of GET /auth/challenge) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, within a daily budget (SPONSORED_DAILY_BUDGET, default 100) of which one owner takes at most SPONSORED_DAILY_PER_OWNER (default 5), both resetting at UTC midnight (429 sponsored_quota_exceeded). An owner without signature headers is not recorded: the answer is the plain registration (owner null, sponsored false). Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). The record id is also an OAuth client_id and the key its client_secret (POST /oauth/token); the OAuth registration_endpoint itself is POST /oauth/register (RFC 7591), the same registration.
          */
         post: {
             parameters: {
@@ -4748,6 +4748,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/oauth/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OAuth 2.0 dynamic client registration (RFC 7591): client metadata -> client_id and client_secret
+         * @description The registration_endpoint of /.well-known/oauth-authorization-server. Send client metadata as JSON (client_name, grant_types, token_endpoint_auth_method, scope, ...; metadata this server does not understand is ignored). Answers 201 with client_id (the registration id), client_secret (a registry key, shown this once; it also works as Authorization: Bearer) and client_secret_expires_at 0. The same registration as POST /api/v1/agents/register: at most REGISTER_DAILY_CAP_PER_IP (default 5) per address per rolling 24 h (429 register_rate_limited with Retry-After). Refusals follow RFC 7591 3.2.2 (400 invalid_client_metadata, invalid_redirect_uri) and carry the catalog code. Then POST /oauth/token with grant_type=client_credentials.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OAuthClientMetadataInput"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OAuthClientInformation"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OAuthError"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oauth/token": {
         parameters: {
             query?: never;
@@ -6441,6 +6529,94 @@ export interface components {
             verifiedAt?: string;
             /** @enum {string} */
             verifierType: "none" | "sha256" | "json_schema" | "http";
+        };
+        OAuthClientInformation: {
+            /** @description The registration id (uuid) */
+            client_id: string;
+            /** @description Seconds since the epoch */
+            client_id_issued_at: number;
+            client_name: string;
+            /** @description The registry key (apk_ + 43 base64url characters); shown this once, only its sha256 is kept */
+            client_secret: string;
+            /**
+             * @description 0: the secret does not expire (revoke it with DELETE /api/v1/agents/me)
+             * @constant
+             */
+            client_secret_expires_at: 0;
+            grant_types: "client_credentials"[];
+            response_types: string[];
+            scope: string;
+            /** @enum {string} */
+            token_endpoint_auth_method: "client_secret_basic" | "client_secret_post";
+        };
+        OAuthClientInformationInput: {
+            /** @description The registration id (uuid) */
+            client_id: string;
+            /** @description Seconds since the epoch */
+            client_id_issued_at: number;
+            client_name: string;
+            /** @description The registry key (apk_ + 43 base64url characters); shown this once, only its sha256 is kept */
+            client_secret: string;
+            /**
+             * @description 0: the secret does not expire (revoke it with DELETE /api/v1/agents/me)
+             * @constant
+             */
+            client_secret_expires_at: 0;
+            grant_types: "client_credentials"[];
+            response_types: string[];
+            scope: string;
+            /** @enum {string} */
+            token_endpoint_auth_method: "client_secret_basic" | "client_secret_post";
+        };
+        OAuthClientMetadata: {
+            /** @description The registration name (1-64 characters after trimming); default "oauth-client" */
+            client_name?: string;
+            /** @description Only ["client_credentials"]; omitted: client_credentials (the server substitutes it, RFC 7591 3.2.1) */
+            grant_types?: string[];
+            /** @description Must be empty or omitted: no redirect-based grant is offered */
+            redirect_uris?: string[];
+            /** @description Only []: no response type is offered */
+            response_types?: string[];
+            /** @description Space-separated; only "registry" (the default) */
+            scope?: string;
+            /** @description client_secret_basic (default) or client_secret_post; the token endpoint accepts both */
+            token_endpoint_auth_method?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        OAuthClientMetadataInput: {
+            /** @description The registration name (1-64 characters after trimming); default "oauth-client" */
+            client_name?: string;
+            /** @description Only ["client_credentials"]; omitted: client_credentials (the server substitutes it, RFC 7591 3.2.1) */
+            grant_types?: string[];
+            /** @description Must be empty or omitted: no redirect-based grant is offered */
+            redirect_uris?: string[];
+            /** @description Only []: no response type is offered */
+            response_types?: string[];
+            /** @description Space-separated; only "registry" (the default) */
+            scope?: string;
+            /** @description client_secret_basic (default) or client_secret_post; the token endpoint accepts both */
+            token_endpoint_auth_method?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        OAuthError: {
+            /** @description The catalog code (GET /api/meta/errors) */
+            code: string;
+            /** @description The OAuth error code (invalid_client_metadata, invalid_client, ...) */
+            error: string;
+            error_description: string;
+            hint: string;
+            retryable: boolean;
+        };
+        OAuthErrorInput: {
+            /** @description The catalog code (GET /api/meta/errors) */
+            code: string;
+            /** @description The OAuth error code (invalid_client_metadata, invalid_client, ...) */
+            error: string;
+            error_description: string;
+            hint: string;
+            retryable: boolean;
         };
         Passport: {
             _links?: {
