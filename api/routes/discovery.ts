@@ -170,7 +170,7 @@ const discoveryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
       const b = base(request);
       const links: { rel: string; href: string; type?: string }[] = [];
       if (passport) {
-        links.push({ rel: WEBFINGER_RELS.didDocument, href: `${b}/did/${did.did}`, type: 'application/json' });
+        links.push({ rel: WEBFINGER_RELS.didDocument, href: `${b}/did/${did.did}`, type: 'application/did+json' });
         links.push({ rel: WEBFINGER_RELS.passport, href: `${b}/passport/${passport.token_id}/${passport.serial}`, type: 'application/json' });
       }
       if (registered) {

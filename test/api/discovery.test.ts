@@ -289,7 +289,7 @@ describe('discovery documents and OAuth client credentials', () => {
     expect(r.body).toEqual({
       subject: did,
       links: [
-        { rel: 'describedby', href: `${base}/did/${did}`, type: 'application/json' },
+        { rel: 'describedby', href: `${base}/did/${did}`, type: 'application/did+json' },
         { rel: 'urn:agent-passport:rel:passport', href: `${base}/passport/${tokenId}/${serial}`, type: 'application/json' },
         { rel: 'urn:agent-passport:rel:directory-entry', href: `${base}/agents/${encodeURIComponent(did)}`, type: 'application/json' },
         { rel: 'urn:agent-passport:rel:agent-card', href: 'https://agent.example/.well-known/agent-card.json', type: 'application/json' },

@@ -2536,12 +2536,14 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The DID document */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        "application/did+json": components["schemas"]["DidDocument"];
+                        "application/did+ld+json": components["schemas"]["DidDocument"];
                         "application/json": components["schemas"]["DidDocument"];
                     };
                 };
@@ -6157,7 +6159,8 @@ export interface components {
             received_at: string;
         };
         DidDocument: {
-            "@context": string[];
+            /** @description application/did+ld+json and application/json only (a JSON-LD entry) */
+            "@context"?: string[];
             assertionMethod: string[];
             authentication: string[];
             controller: string;
@@ -6177,7 +6180,8 @@ export interface components {
             [key: string]: unknown;
         };
         DidDocumentInput: {
-            "@context": string[];
+            /** @description application/did+ld+json and application/json only (a JSON-LD entry) */
+            "@context"?: string[];
             assertionMethod: string[];
             authentication: string[];
             controller: string;
