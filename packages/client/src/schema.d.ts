@@ -6666,6 +6666,18 @@ export interface components {
             tier: string | null;
             tokenId: string;
         };
+        /**
+         * @example {
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "tier": "bronze",
+         *       "capabilities": [
+         *         "api_call"
+         *       ],
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportIssuanceResult: {
             _links?: {
                 [key: string]: {
@@ -6681,6 +6693,18 @@ export interface components {
             tier: string;
             tokenId: string;
         };
+        /**
+         * @example {
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "tier": "bronze",
+         *       "capabilities": [
+         *         "api_call"
+         *       ],
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportIssuanceResultInput: {
             _links?: {
                 [key: string]: {
@@ -6748,6 +6772,23 @@ export interface components {
             /** @description The new tier, strictly above the current one */
             tier: string;
         };
+        /**
+         * @example {
+         *       "upgraded": true,
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "oldTier": "bronze",
+         *       "newTier": "silver",
+         *       "tier": "silver",
+         *       "capabilities": [
+         *         "api_call",
+         *         "data_consume"
+         *       ],
+         *       "pricePaidTinybars": "1000000000",
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportUpgradeResult: {
             _links?: {
                 [key: string]: {
@@ -6768,6 +6809,23 @@ export interface components {
             /** @constant */
             upgraded: true;
         };
+        /**
+         * @example {
+         *       "upgraded": true,
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "oldTier": "bronze",
+         *       "newTier": "silver",
+         *       "tier": "silver",
+         *       "capabilities": [
+         *         "api_call",
+         *         "data_consume"
+         *       ],
+         *       "pricePaidTinybars": "1000000000",
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportUpgradeResultInput: {
             _links?: {
                 [key: string]: {
