@@ -24,6 +24,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -57,6 +112,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -92,6 +202,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -126,6 +291,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -159,6 +379,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -210,8 +485,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -261,6 +573,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -314,8 +681,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -373,8 +777,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -477,6 +918,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -631,6 +1081,32 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -757,6 +1233,32 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -815,6 +1317,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -882,6 +1439,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -934,6 +1526,15 @@ export interface paths {
                         "application/json": components["schemas"]["PendingBody"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 401: {
                     headers: {
@@ -946,6 +1547,23 @@ export interface paths {
                 /** @description Default Response */
                 403: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1075,6 +1693,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -1134,6 +1787,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1181,6 +1889,43 @@ export interface paths {
                 };
                 /** @description Default Response */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1244,8 +1989,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1354,6 +2136,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -1417,8 +2234,54 @@ export interface paths {
                         "application/json": components["schemas"]["AgentCard"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1471,6 +2334,61 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorCatalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1507,6 +2425,61 @@ export interface paths {
                         "application/json": components["schemas"]["FeeCatalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1541,6 +2514,61 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["TrustTiers"];
+                    };
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -1591,6 +2619,43 @@ export interface paths {
                 };
                 /** @description Default Response */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1657,6 +2722,17 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -1668,6 +2744,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1780,8 +2865,35 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1853,8 +2965,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1924,8 +3073,28 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2028,8 +3197,35 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2083,8 +3279,52 @@ export interface paths {
                         "application/json": components["schemas"]["RegistryRecord"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2118,8 +3358,52 @@ export interface paths {
                         "application/json": components["schemas"]["RegistryRecord"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2196,8 +3480,35 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2257,6 +3568,34 @@ export interface paths {
                 /** @description Default Response */
                 400: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2340,6 +3679,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2376,6 +3761,61 @@ export interface paths {
                         "application/json": components["schemas"]["Catalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2410,6 +3850,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2443,6 +3938,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -2482,6 +4032,17 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -2502,6 +4063,24 @@ export interface paths {
                 };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2556,9 +4135,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2644,6 +4251,34 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -2696,6 +4331,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2723,6 +4413,52 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -2773,6 +4509,61 @@ export interface paths {
                         };
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2817,6 +4608,52 @@ export interface paths {
                         };
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -2859,6 +4696,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -2923,8 +4815,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2976,6 +4912,34 @@ export interface paths {
                 /** @description Default Response */
                 400: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3073,6 +5037,41 @@ export interface paths {
                 /** @description Default Response */
                 409: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3179,6 +5178,32 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -3273,6 +5298,41 @@ export interface paths {
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3404,6 +5464,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -3523,6 +5618,41 @@ export interface paths {
                 /** @description Default Response */
                 409: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3657,6 +5787,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -3776,6 +5941,41 @@ export interface paths {
                 /** @description Default Response */
                 409: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3907,6 +6107,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4032,6 +6267,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4095,8 +6365,54 @@ export interface paths {
                         "application/json": components["schemas"]["TaskEscrowStatus"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4198,6 +6514,41 @@ export interface paths {
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4312,6 +6663,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4398,9 +6784,55 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4527,6 +6959,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4586,6 +7053,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -4619,6 +7141,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -4654,6 +7231,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -4688,6 +7320,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -4707,6 +7394,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -4739,6 +7481,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -4794,6 +7591,17 @@ export interface paths {
                         "application/json": components["schemas"]["OAuthError"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -4814,6 +7622,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4867,6 +7684,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         delete?: never;
@@ -4913,6 +7785,17 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -4922,8 +7805,34 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5032,6 +7941,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -5104,8 +8048,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5214,6 +8195,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -5291,8 +8307,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5334,6 +8387,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5368,6 +8476,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5401,6 +8564,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -5438,6 +8656,61 @@ export interface paths {
                         "application/json": components["schemas"]["TrustRuleCatalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5467,8 +8740,63 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5510,6 +8838,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5544,6 +8927,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5577,6 +9015,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
