@@ -194,6 +194,8 @@ const oauthRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; clients: RegistryCli
   const authorizeSchema = {
     tags: ['oauth'],
     summary: 'OAuth 2.0 authorization endpoint: answers 400 unsupported_response_type (only client credentials are offered)',
+    // it never answers 2xx: only the refusal is declared
+    response: { 400: oauthErrorSchema },
   };
   app.get(AUTHORIZE_ROUTE, { schema: authorizeSchema }, refuseAuthorize);
   app.post(AUTHORIZE_ROUTE, { bodyLimit: 8 * 1024, schema: authorizeSchema }, refuseAuthorize);

@@ -4413,6 +4413,15 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The RSS 2.0 document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/rss+xml": string;
+                    };
+                };
                 /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
                 400: {
                     headers: {
@@ -7314,19 +7323,12 @@ export interface paths {
             requestBody?: never;
             responses: {
                 /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["OAuthError"];
                     };
                 };
                 /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
@@ -7389,19 +7391,12 @@ export interface paths {
             requestBody?: never;
             responses: {
                 /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["ErrorBody"];
+                        "application/json": components["schemas"]["OAuthError"];
                     };
                 };
                 /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
@@ -8740,6 +8735,16 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The rule: an HTML page, or its JSON when the id ends in .json */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TrustRule"];
+                        "text/html": string;
+                    };
+                };
                 /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
                 400: {
                     headers: {
