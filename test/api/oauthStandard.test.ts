@@ -15,23 +15,27 @@ const insecure = { [oauth.allowInsecureRequests]: true };
 describe('OAuth with a standard client (oauth4webapi)', () => {
   let sql: Sql;
   let app: FastifyInstance;
+  /** the same service with a per-address cap of 3, called with injected addresses (the cap's tests) */
+  let capped: FastifyInstance;
   let base: string;
 
   beforeAll(async () => {
     sql = createSql(inject('databaseUrl'), { max: 4 });
-    // the cap is tested with injected addresses below; real-HTTP calls come from 127.0.0.1, which other files share
-    app = await buildTestApp({ RATE_LIMIT_MAX: '100000', REGISTER_DAILY_CAP_PER_IP: '3' }, { sql });
+    // real-HTTP calls come from 127.0.0.1, which other files of the run register from too: no cap there
+    app = await buildTestApp({ RATE_LIMIT_MAX: '100000', REGISTER_DAILY_CAP_PER_IP: '100000' }, { sql });
     base = await app.listen({ host: '127.0.0.1', port: 0 });
+    capped = await buildTestApp({ RATE_LIMIT_MAX: '100000', REGISTER_DAILY_CAP_PER_IP: '3' }, { sql });
     await sql`delete from registry_keys where name like 'oauth4webapi-%'`;
   });
   afterAll(async () => {
     await app?.close();
+    await capped?.close();
     await sql?.end();
   });
 
   /** a fresh address per test of the cap, so other tests' registrations never count */
   const ip = (n: number) => `192.0.2.${(process.pid % 50) * 5 + n}`;
-  const registerAt = (address: string, body: object, url = '/oauth/register') => app.inject({ method: 'POST', url, remoteAddress: address, payload: body });
+  const registerAt = (address: string, body: object, url = '/oauth/register') => capped.inject({ method: 'POST', url, remoteAddress: address, payload: body });
 
   it('discovery, RFC 7591 registration, client credentials and a protected call, each through the library', async () => {
     const issuer = new URL(base);
@@ -103,7 +107,7 @@ describe('OAuth with a standard client (oauth4webapi)', () => {
       expect(typeof r.json().error_description).toBe('string');
       expect(r.headers['cache-control']).toBe('no-store');
     }
-    const notJson = await app.inject({ method: 'POST', url: '/oauth/register', remoteAddress: ip(0), headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_name=x&grant_types=client_credentials' });
+    const notJson = await capped.inject({ method: 'POST', url: '/oauth/register', remoteAddress: ip(0), headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_name=x&grant_types=client_credentials' });
     expect(notJson.statusCode).toBe(400);
     expect(notJson.json().error).toBe('invalid_client_metadata');
     // none of the refusals took a place of the address's cap (3): three registrations still pass
