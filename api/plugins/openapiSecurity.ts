@@ -7,8 +7,8 @@
  *    payment header, and HTTP Basic for the OAuth token endpoint;
  *  - a `security` requirement on every operation, read from the error catalog (domain/errors.ts), which
  *    lists for each code the routes that answer it and which test/api/hardeningLedger.test.ts holds to
- *    the route files: a route answering auth_header_missing is DID-signed (its non-GET operations; a GET
- *    there only when its signature is optional, OPTIONAL_SIGNATURE), admin_auth_required means the admin
+ *    the route files: a route answering auth_header_missing is DID-signed (all its operations but those
+ *    named in UNSIGNED_ON_SIGNED_PATH, or OPTIONAL_SIGNATURE when the signature is optional), admin_auth_required means the admin
  *    token, passport_payment_required adds the x402 payment; GET/DELETE /api/v1/agents/me need the key or
  *    token; every other operation is anonymous, a registry key or token optional (the keyed free tier);
  *  - the answers every route can give ('*' in the catalog): 400 malformed request, 401 a Bearer
@@ -39,6 +39,8 @@ export const SECURITY_SCHEMES = {
 
 /** Operations on a signed path whose signature is optional (a signer sees more, or sponsors). */
 const OPTIONAL_SIGNATURE = new Set(['GET /market/tasks/{taskId}', 'POST /api/v1/agents/register']);
+/** Operations on a signed path that take no signature at all (the catalog lists routes by path, not method). */
+const UNSIGNED_ON_SIGNED_PATH = new Set(['GET /market/tasks']);
 const KEY_REQUIRED = new Set(['GET /api/v1/agents/me', 'DELETE /api/v1/agents/me']);
 
 /** The OpenAPI paths of the routes the catalog lists for a code (fastify `:param` as `{param}`). */
@@ -83,7 +85,7 @@ export function applySecurityAndCommonAnswers(doc: Json): Json {
         else if (path === '/oauth/token') op.security = [{ oauthClient: [] }, {}];
         else if (paid.has(path) && method === 'post') op.security = [{ ...SIGNATURE, x402Payment: [] }];
         else if (signed.has(path) && OPTIONAL_SIGNATURE.has(name)) op.security = [{}, SIGNATURE, ...KEYED];
-        else if (signed.has(path) && method !== 'get') op.security = [SIGNATURE];
+        else if (signed.has(path) && !UNSIGNED_ON_SIGNED_PATH.has(name)) op.security = [SIGNATURE];
         else op.security = [{}, ...KEYED];
       }
       op.responses ??= {};
