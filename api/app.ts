@@ -137,7 +137,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
     // Answered by the onRequest hook below, in the error schema.
     return503OnClosing: false,
     // Malformed percent-encoding in the path, over-long path parameters: 400 in the error schema.
-    frameworkErrors: (error, request, reply) => answerFrameworkError(request.server, error, request, reply),
+    frameworkErrors: (error, request, reply) => answerFrameworkError(request.server, error, request, reply, ctx.config.PUBLIC_BASE_URL),
     routerOptions: { ignoreTrailingSlash: true },
     // One access line per answer instead of two per request; successes at debug unless slow (api/requestLogger.ts).
     logController: new AccessLog(ctx.config.ACCESS_LOG_SLOW_MS),
@@ -167,7 +167,7 @@ export async function buildApp(ctx: AppContext, opts: BuildAppOptions = {}): Pro
   // (OTLP endpoint set), RED metrics per route template while this process serves METRICS_PORT
   if (tracingEnabled()) await app.register(tracingPlugin);
   if (ctx.config.METRICS_PORT !== undefined) await app.register(metricsPlugin);
-  await app.register(errorHandler, { bodyLimit: BODY_LIMIT_BYTES });
+  await app.register(errorHandler, { bodyLimit: BODY_LIMIT_BYTES, publicBaseUrl: ctx.config.PUBLIC_BASE_URL });
   // security headers, CORS and x-request-id on every answer (the 503 below included)
   await app.register(securityPlugin, { corsOrigins: ctx.config.CORS_ORIGINS });
   app.addHook('onRequest', (_request, reply, done) => {

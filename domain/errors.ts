@@ -69,6 +69,8 @@ const REGISTRY_REGISTER = '/api/v1/agents/register';
 const EVENTS_PULL = '/agents/:did/events';
 const WEBHOOK = '/webhooks/:id';
 const WEBHOOKS = ['/webhooks', WEBHOOK, `${WEBHOOK}/deliveries`];
+/** RFC 7591 dynamic client registration (issue 29): the same registration and per-IP cap as REGISTRY_REGISTER. */
+const OAUTH_REGISTER = '/oauth/register';
 /** Routes guarded by DID signature authentication whose request names the signing DID (the registry: when it names an owner and signs). */
 const SIGNED_NAMED = [REQUEST, UPGRADE, ...A2A_SIGNED, TRUST_ATTEST, TRUST_VERIFY, AGENTS_REGISTER, ...MARKET_SIGNED, REGISTRY_REGISTER, EVENTS_PULL];
 /** Routes guarded by DID signature authentication (/market/sign: any signed-in DID; a task read: signed by a party, optional since issue 26 item 3). */
@@ -106,7 +108,7 @@ export const SPEC_ERRORS = [
   { code: 'a2a_message_too_large', http_status: 413, agent_impact: 'The payload is over the maximum (256 KB).', hint_template: 'Send at most 256 KB; store larger payloads elsewhere and send a link', affected_routes: A2A_SEND, recovery_action: 'change_request' },
   { code: 'agent_key_invalid', http_status: 401, agent_impact: 'The Bearer key is missing or malformed.', hint_template: 'Send Authorization: Bearer apk_<key> as issued by POST /api/v1/agents/register', affected_routes: ALL, recovery_action: 'change_request' },
   { code: 'agent_key_revoked', http_status: 401, agent_impact: 'The key was revoked.', hint_template: 'Register again with POST /api/v1/agents/register', affected_routes: ALL, recovery_action: 'choose_alternative' },
-  { code: 'register_rate_limited', http_status: 429, agent_impact: 'The daily per-IP registration cap is exceeded (24 h window).', hint_template: 'Retry after {resetAt}', affected_routes: [REGISTRY_REGISTER], recovery_action: 'wait_and_retry' },
+  { code: 'register_rate_limited', http_status: 429, agent_impact: 'The daily per-IP registration cap is exceeded (24 h window).', hint_template: 'Retry after {resetAt}', affected_routes: [REGISTRY_REGISTER, OAUTH_REGISTER], recovery_action: 'wait_and_retry' },
   { code: 'sponsored_quota_exceeded', http_status: 429, agent_impact: 'The daily sponsored-mint budget is used up; it resets at the UTC day change.', hint_template: 'Retry after {resetAt} or register without owner', affected_routes: [REGISTRY_REGISTER], recovery_action: 'wait_and_retry' },
   { code: 'rate_limit_exceeded', http_status: 429, agent_impact: 'Over 60 requests per minute from this IP.', hint_template: 'Wait until X-RateLimit-Reset ({resetAt}) and retry', affected_routes: ALL, recovery_action: 'wait_and_retry' },
   { code: 'internal_server_error', http_status: 500, agent_impact: 'An unexpected error occurred.', hint_template: 'Retry; quote request id {requestId} if it persists', affected_routes: ALL, recovery_action: 'retry_immediately' },

@@ -7,12 +7,26 @@
  * in the background when the document is served more than KEY_RECHECK_MS after the last check (the
  * request is answered at once with the current document), so a key rotation shows within about
  * KEY_RECHECK_MS plus the key resolver's own cache time.
+ *
+ * Two representations of each document are kept (W3C DID 1.0 section 6; issue 29 item 4): JSON-LD
+ * (application/did+ld+json, and application/json as before), whose @context is a representation-specific
+ * entry of JSON-LD, and plain JSON (application/did+json), the same entries without @context.
  */
 import type { PublicKey } from '@hashgraph/sdk';
 import type { AppContext } from '../context.js';
 import { ApiError } from '../errors.js';
 import { activePassportOf, cacheReady, type PassportCache } from './cache.js';
 import { buildDidDocument, type DidDocument } from '../../domain/didDocument.js';
+
+/** A DID document as serialised: with @context (JSON-LD) or without (plain JSON). */
+export type DidDocumentBody = Omit<DidDocument, '@context'> & { '@context'?: DidDocument['@context'] };
+/** The serialised representations of one document. */
+export interface DidRepresentations {
+  /** application/did+ld+json (and application/json): with @context */
+  jsonLd: string;
+  /** application/did+json: without @context */
+  json: string;
+}
 import type { HederaDid } from '@agent-passport/core/did';
 import { keyTypeOf } from '@agent-passport/core/keys';
 import type { PassportRow } from '../../db/queries/passports.js';
@@ -28,7 +42,7 @@ interface DidEntry {
   agent: AgentEntry | undefined;
   base: string;
   key: PublicKey;
-  body: string;
+  body: DidRepresentations;
   checkedAt: number;
   checking?: boolean;
 }
@@ -37,27 +51,27 @@ interface DidEntry {
  * The DID documents of one app, serialised by `serialize` (the route's response schema); `agentOf`
  * gives a DID's directory entry, whose A2A card (and its verification) the document's services name.
  */
-export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (doc: DidDocument) => string, agentOf: (did: string) => AgentEntry | undefined = () => undefined) {
+export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (doc: DidDocumentBody) => string, agentOf: (did: string) => AgentEntry | undefined = () => undefined) {
   const ledger = ctx.ledger!;
   const network = ledger.deployment.network;
   const docs = new Map<string, DidEntry>();
 
-  const render = (did: string, row: PassportRow, agent: AgentEntry | undefined, base: string, key: PublicKey): string => {
+  const render = (did: string, row: PassportRow, agent: AgentEntry | undefined, base: string, key: PublicKey): DidRepresentations => {
     const serial = Number(row.serial);
     const card = agent?.agentCard ? { url: agent.agentCard, cardVerified: agent.cardVerified ?? false, cardVerification: agent.cardVerification ?? 'not_checked' } : undefined;
-    return serialize(
-      buildDidDocument({
-        did,
-        keyType: keyTypeOf(key),
-        publicKeyRaw: key.toBytesRaw(),
-        passportUrl: `${base}/passport/${row.token_id}/${serial}`,
-        endpoint: row.endpoint ?? undefined,
-        tokenId: row.token_id,
-        serialNumber: serial,
-        tier: row.tier,
-        ...(card ? { agentCard: card } : {}),
-      }),
-    );
+    const doc = buildDidDocument({
+      did,
+      keyType: keyTypeOf(key),
+      publicKeyRaw: key.toBytesRaw(),
+      passportUrl: `${base}/passport/${row.token_id}/${serial}`,
+      endpoint: row.endpoint ?? undefined,
+      tokenId: row.token_id,
+      serialNumber: serial,
+      tier: row.tier,
+      ...(card ? { agentCard: card } : {}),
+    });
+    const { '@context': _jsonLdOnly, ...plain } = doc;
+    return { jsonLd: serialize(doc), json: serialize(plain) };
   };
 
   /** Background re-check of a served document's key; a rotated key rebuilds it, a vanished one drops it. */
@@ -83,7 +97,7 @@ export function didDocuments(ctx: AppContext, cache: PassportCache, serialize: (
    * The serialised document of a parsed DID, with links under `base`: 404 passport_not_found when no
    * active passport backs it, 503 when the mirror cannot give the account key.
    */
-  async function documentOf(did: string, parsed: HederaDid, base: string): Promise<string> {
+  async function documentOf(did: string, parsed: HederaDid, base: string): Promise<DidRepresentations> {
     const missing = () => new ApiError('passport_not_found', `No active passport backs ${did}`, { hint: 'Request a passport with POST /passport/request' });
     if (parsed.network !== network) throw missing();
     if (!cache.isReady) await cacheReady(cache);

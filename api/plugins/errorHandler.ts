@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ApiError, errorBody } from '../errors.js';
 import type { ErrorCode } from '../../domain/errors.js';
+import { wwwAuthenticateFor } from '../auth/wwwAuthenticate.js';
 
 interface ValidationIssue {
   instancePath?: string;
@@ -60,7 +61,19 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  * over the router's length limit, never reaches routing or hooks. It is answered 400 in the error
  * schema, after being counted by the rate limit like any other request.
  */
-export function answerFrameworkError(app: FastifyInstance, error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+/**
+ * An ApiError's answer: its headers, and on a 401 the WWW-Authenticate challenge (RFC 9110 11.6.1,
+ * RFC 6750 3; api/auth/wwwAuthenticate.ts) unless the thrower set its own.
+ */
+function sendApiError(error: ApiError, request: FastifyRequest, reply: FastifyReply, publicBaseUrl: string | undefined): void {
+  if (error.headers) reply.headers(error.headers);
+  if (error.status === 401 && !reply.hasHeader('www-authenticate')) {
+    reply.header('www-authenticate', wwwAuthenticateFor(request, error.code, error.message, publicBaseUrl));
+  }
+  reply.code(error.status).send(errorBody(error.code, error.message, error.hint, error.extra));
+}
+
+export function answerFrameworkError(app: FastifyInstance, error: FastifyError, request: FastifyRequest, reply: FastifyReply, publicBaseUrl?: string): void {
   reply.header('x-request-id', request.id);
   const badRequest = () => {
     const message = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment is too long' : 'The URL path is not valid percent-encoding';
@@ -70,12 +83,11 @@ export function answerFrameworkError(app: FastifyInstance, error: FastifyError, 
   const limited = app.hasDecorator('limitBadUrl') ? app.limitBadUrl(request, reply) : Promise.resolve();
   limited.then(badRequest, (err: unknown) => {
     if (!(err instanceof ApiError)) return badRequest();
-    if (err.headers) reply.headers(err.headers);
-    reply.code(err.status).send(errorBody(err.code, err.message, err.hint));
+    sendApiError(err, request, reply, publicBaseUrl);
   });
 }
 
-export default fp(async function errorHandler(app: FastifyInstance, opts: { bodyLimit: number }) {
+export default fp(async function errorHandler(app: FastifyInstance, opts: { bodyLimit: number; publicBaseUrl?: string }) {
   app.setNotFoundHandler((request, reply) => {
     reply
       .code(404)
@@ -83,10 +95,7 @@ export default fp(async function errorHandler(app: FastifyInstance, opts: { body
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ApiError) {
-      if (error.headers) reply.headers(error.headers);
-      return reply.code(error.status).send(errorBody(error.code, error.message, error.hint, error.extra));
-    }
+    if (error instanceof ApiError) return sendApiError(error, request, reply, opts.publicBaseUrl);
     if (hasZodFastifySchemaValidationErrors(error)) {
       const hint = describeValidation(error.validationContext, error.validation as ValidationIssue[]);
       return reply.code(400).send(errorBody('invalid_request', `Invalid request ${error.validationContext ?? ''}`.trim(), hint));

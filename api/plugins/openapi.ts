@@ -7,6 +7,7 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { applySecurityAndCommonAnswers } from './openapiSecurity.js';
 
 export const API_VERSION = '0.13.0';
 
@@ -37,7 +38,8 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { pub
         description:
           'Identity passports (Hedera NFTs), DIDs, the agent directory, A2A messaging, the task marketplace, domain trust snapshots and registry keys. Errors are { error, code, retryable?, hint? } with codes from GET /api/meta/errors.',
       },
-      servers: opts.publicBaseUrl ? [{ url: opts.publicBaseUrl }] : [],
+      // set per answer below: PUBLIC_BASE_URL, else the origin the document was fetched from
+      servers: [],
       tags: [
         { name: 'meta', description: 'Catalogs and metadata' },
         { name: 'health', description: 'Liveness and readiness' },
@@ -46,8 +48,12 @@ export default fp(async function openapiPlugin(app: FastifyInstance, opts: { pub
       ],
     },
     transform: (document) => withPendingLocation(jsonSchemaTransform(document)),
-    transformObject: jsonSchemaTransformObject,
+    // every operation's security requirement and the answers every route can give (issue 29 item 3)
+    transformObject: (document) => applySecurityAndCommonAnswers(jsonSchemaTransformObject(document) as Record<string, any>) as ReturnType<typeof jsonSchemaTransformObject>,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, async (request) => {
+    const base = (opts.publicBaseUrl ?? `${request.protocol}://${request.host}`).replace(/\/+$/, '');
+    return { ...app.swagger(), servers: [{ url: base }] };
+  });
 });

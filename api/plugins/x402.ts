@@ -19,6 +19,8 @@
  *   the workflow").
  *
  * A payment already recorded for another request is a replay: 400 passport_payment_failed.
+ *
+ * Every PAYMENT-REQUIRED carries the x402 Bazaar discovery extension of the route (api/plugins/x402Bazaar.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
@@ -33,6 +35,7 @@ import { acceptedMatches, paymentTransactionOf, transferPayerOf } from '../../le
 import { normalizePayer, normalizeTransactionId } from '../../ledger/x402/ids.js';
 import { exactHbarRequirements, facilitatorFeePayer, PAYMENT_TIMEOUT_SECONDS, settleExact } from '../../ledger/x402/settle.js';
 import { withSpan } from '../../telemetry/spans.js';
+import { bazaarExtensionOf } from './x402Bazaar.js';
 
 export interface PaymentTerms {
   amountTinybars: bigint | number | string;
@@ -208,7 +211,9 @@ async function verifyRequestPayment(
     payTo: requirements.payTo,
   };
   const paymentRequiredHeader = (error: string) => {
-    const pr: PaymentRequired = { x402Version: 2, error, resource, accepts: [requirements] };
+    // the Bazaar discovery extension (x402 v2 extensions.bazaar): how to call the paid route and what it answers
+    const extensions = bazaarExtensionOf(request);
+    const pr: PaymentRequired = { x402Version: 2, error, resource, accepts: [requirements], ...(extensions ? { extensions } : {}) };
     return { 'PAYMENT-REQUIRED': encodePaymentRequiredHeader(pr) };
   };
   const required = (message: string, hint: string) =>

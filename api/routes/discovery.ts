@@ -30,7 +30,7 @@ import { cardSigningPayload } from '../../domain/agentCardSignature.js';
 import type { TrustSigner } from '../trust/signingKey.js';
 import { SIGNATURE_DIRECTORY_PATH } from './wellKnown.js';
 import { parseHederaDid } from '@agent-passport/core/did';
-import { AUTHORIZE_ROUTE, GRANT_TYPES, JWKS_ROUTE, OAUTH_SCOPES, TOKEN_AUTH_METHODS, TOKEN_ROUTE } from './oauth.js';
+import { AUTHORIZE_ROUTE, CLIENT_REGISTRATION_ROUTE, GRANT_TYPES, JWKS_ROUTE, OAUTH_SCOPES, TOKEN_AUTH_METHODS, TOKEN_ROUTE } from './oauth.js';
 import { ME_ROUTE, REGISTER_ROUTE } from './registry/index.js';
 
 export const LINKSET_MEDIA_TYPE = 'application/linkset+json';
@@ -50,7 +50,8 @@ export function authorizationServerMetadata(base: string) {
     issuer: base,
     authorization_endpoint: `${base}${AUTHORIZE_ROUTE}`,
     token_endpoint: `${base}${TOKEN_ROUTE}`,
-    registration_endpoint: `${base}${REGISTER_ROUTE}`,
+    // RFC 7591 dynamic client registration; POST /api/v1/agents/register keeps SPEC's own shape
+    registration_endpoint: `${base}${CLIENT_REGISTRATION_ROUTE}`,
     jwks_uri: `${base}${JWKS_ROUTE}`,
     scopes_supported: [...OAUTH_SCOPES],
     // no response type is offered at the authorization endpoint: only the client credentials grant
@@ -199,7 +200,7 @@ const discoveryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, 
       const b = base(request);
       const links: { rel: string; href: string; type?: string }[] = [];
       if (passport) {
-        links.push({ rel: WEBFINGER_RELS.didDocument, href: `${b}/did/${did.did}`, type: 'application/json' });
+        links.push({ rel: WEBFINGER_RELS.didDocument, href: `${b}/did/${did.did}`, type: 'application/did+json' });
         links.push({ rel: WEBFINGER_RELS.passport, href: `${b}/passport/${passport.token_id}/${passport.serial}`, type: 'application/json' });
       }
       if (registered) {

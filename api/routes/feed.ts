@@ -11,6 +11,7 @@
  * splits only the first ']]>'), so the feed stays well-formed with one item per entry.
  */
 import { Feed } from 'feed';
+import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { escapeHtml } from '../../content/layout.js';
 import { publicBase, type AppContext } from '../context.js';
@@ -97,7 +98,7 @@ const feedRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ctx
         tags: ['meta'],
         summary: 'RSS 2.0 feed of new agents and tasks (newest first, at most 50 items)',
         produces: ['application/rss+xml'],
-        response: errorResponses(503),
+        response: { 200: { description: 'The RSS 2.0 document', content: { 'application/rss+xml': { schema: z.string() } } }, ...errorResponses(503) },
       },
     },
     async (request, reply) => {

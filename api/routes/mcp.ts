@@ -31,7 +31,9 @@ export function injectFetch(app: FastifyInstance, remoteAddress: string): typeof
 
 const mcpRoutes: FastifyPluginAsync = async (app) => {
   app.post('/mcp', { schema: { hide: true } }, async (request, reply) => {
-    const client = new AgentPassportClient({ baseUrl: 'http://mcp.internal', fetch: injectFetch(app, request.ip) });
+    // a 429 of a tool's call goes back to the MCP caller at once: the server never holds a request to wait it out
+    const options = { baseUrl: 'http://mcp.internal', fetch: injectFetch(app, request.ip), maxWaitMs: 0 };
+    const client = new AgentPassportClient(options);
     const server = createAgentMcpServer(client, { signing: false });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();

@@ -11,27 +11,34 @@
  *                             unsupported_response_type, never a redirect (no client has a
  *                             registered redirect URI, RFC 6749 4.1.2.1)
  *   GET /oauth/jwks.json      the public keys of the token signatures (jwks_uri)
+ *   POST /oauth/register      RFC 7591 dynamic client registration (registration_endpoint): client
+ *                             metadata in (api/registry/clientMetadata.ts), 201 with client_id (the
+ *                             registration id) and client_secret (its registry key) out; the same
+ *                             registration and per-IP cap as POST /api/v1/agents/register
  *
  * OAuth errors carry the RFC 6749 5.2 fields (error = the OAuth error code, error_description) and
  * also this service's catalog `code`, so they fit the service's error schema too.
  */
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { publicBase, type AppContext } from '../context.js';
 import type { ErrorCode } from '../../domain/errors.js';
 import type { RegistryClients } from '../registry/clients.js';
+import { registryRegistrations } from '../registry/registration.js';
+import { clientRegistrationOf, isRefusal, OAUTH_SCOPES } from '../registry/clientMetadata.js';
+import { clientInformationSchema, clientMetadataSchema, oauthErrorSchema } from '../schemas/oauth.js';
+import { errorResponses } from '../schemas/common.js';
 
 export const TOKEN_ROUTE = '/oauth/token';
 export const AUTHORIZE_ROUTE = '/oauth/authorize';
 export const JWKS_ROUTE = '/oauth/jwks.json';
-/** The one scope: what a registry key may do (its own record, the keyed free tier). */
-export const OAUTH_SCOPES = ['registry'] as const;
-export const GRANT_TYPES = ['client_credentials'] as const;
-export const TOKEN_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
+export const CLIENT_REGISTRATION_ROUTE = '/oauth/register';
+export { GRANT_TYPES, OAUTH_SCOPES, TOKEN_AUTH_METHODS } from '../registry/clientMetadata.js';
 
 const FORM = 'application/x-www-form-urlencoded';
 const REALM = 'Basic realm="agent-passport", charset="UTF-8"';
 
-type OAuthErrorName = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'unsupported_response_type';
+type OAuthErrorName = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'unsupported_response_type' | 'invalid_client_metadata' | 'invalid_redirect_uri';
 
 function oauthError(reply: FastifyReply, status: number, error: OAuthErrorName, description: string, code: ErrorCode, hint: string) {
   return reply
@@ -66,7 +73,7 @@ function basicCredentials(request: FastifyRequest): { id: string; secret: string
   }
 }
 
-const oauthRoutes: FastifyPluginAsync<{ ctx: AppContext; clients: RegistryClients }> = async (app, { ctx, clients }) => {
+const oauthRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; clients: RegistryClients }> = async (app, { ctx, clients }) => {
   // RFC 6749 3.2: the token endpoint takes form-encoded parameters (JSON is accepted too).
   app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: 8 * 1024 }, (_req, body, done) => done(null, parseForm(body as string)));
 
@@ -96,7 +103,7 @@ const oauthRoutes: FastifyPluginAsync<{ ctx: AppContext; clients: RegistryClient
       if (bad) return oauthError(reply, 400, 'invalid_request', `${bad} must be given once, as a string`, 'invalid_request', 'Send each parameter once (application/x-www-form-urlencoded)');
 
       const basic = basicCredentials(request);
-      if (basic === 'malformed') return oauthError(reply, 401, 'invalid_client', 'The Basic credentials are malformed', 'agent_key_invalid', 'Send Authorization: Basic base64(client_id:client_secret)');
+      if (basic === 'malformed') return oauthError(reply.header('www-authenticate', REALM), 401, 'invalid_client', 'The Basic credentials are malformed', 'agent_key_invalid', 'Send Authorization: Basic base64(client_id:client_secret)');
       const postId = str('client_id');
       const postSecret = str('client_secret');
       if (basic && postSecret !== undefined) {
@@ -104,10 +111,8 @@ const oauthRoutes: FastifyPluginAsync<{ ctx: AppContext; clients: RegistryClient
       }
       const id = basic?.id ?? postId ?? undefined;
       const secret = basic?.secret ?? postSecret ?? undefined;
-      const unauthorised = (description: string, code: ErrorCode, hint: string) => {
-        if (basic) reply.header('www-authenticate', REALM);
-        return oauthError(reply, 401, 'invalid_client', description, code, hint);
-      };
+      // RFC 6749 5.2 requires the Basic challenge when the client sent Basic; RFC 9110 11.6.1 asks for one on every 401
+      const unauthorised = (description: string, code: ErrorCode, hint: string) => oauthError(reply.header('www-authenticate', REALM), 401, 'invalid_client', description, code, hint);
       if (!id || !secret) return unauthorised('Client authentication is required', 'agent_key_invalid', 'client_id = the registration id, client_secret = the registry key (POST /api/v1/agents/register)');
       const row = await clients.byKey(secret);
       if (!row || row.id !== id) return unauthorised('The client credentials are not valid', 'agent_key_invalid', 'client_id = the registration id, client_secret = the registry key (POST /api/v1/agents/register)');
@@ -132,6 +137,51 @@ const oauthRoutes: FastifyPluginAsync<{ ctx: AppContext; clients: RegistryClient
     },
   );
 
+  const registrations = registryRegistrations(ctx, app.workflowSettings, clients);
+  app.post(
+    CLIENT_REGISTRATION_ROUTE,
+    {
+      bodyLimit: 16 * 1024,
+      // a body that is not client metadata is an RFC 7591 3.2.2 error, not the service's 400 (below)
+      attachValidation: true,
+      schema: {
+        tags: ['oauth'],
+        summary: 'OAuth 2.0 dynamic client registration (RFC 7591): client metadata -> client_id and client_secret',
+        description:
+          'The registration_endpoint of /.well-known/oauth-authorization-server. Send client metadata as JSON (client_name, grant_types, token_endpoint_auth_method, scope, ...; ' +
+          'metadata this server does not understand is ignored). Answers 201 with client_id (the registration id), client_secret (a registry key, shown this once; ' +
+          'it also works as Authorization: Bearer) and client_secret_expires_at 0. The same registration as POST /api/v1/agents/register: ' +
+          'at most REGISTER_DAILY_CAP_PER_IP (default 5) per address per rolling 24 h (429 register_rate_limited with Retry-After). ' +
+          'Refusals follow RFC 7591 3.2.2 (400 invalid_client_metadata, invalid_redirect_uri) and carry the catalog code. Then POST /oauth/token with grant_type=client_credentials.',
+        body: clientMetadataSchema,
+        response: { 201: clientInformationSchema, 400: oauthErrorSchema, ...errorResponses(413, 415, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const refuse = (error: 'invalid_client_metadata' | 'invalid_redirect_uri', description: string) =>
+        oauthError(reply, 400, error, description, 'invalid_request', 'Send JSON client metadata: grant_types ["client_credentials"], token_endpoint_auth_method client_secret_basic or client_secret_post, scope registry');
+      if (request.validationError) return refuse('invalid_client_metadata', `The client metadata is not valid: ${request.validationError.message}`.slice(0, 300));
+      const wanted = clientRegistrationOf(request.body);
+      if (isRefusal(wanted)) return refuse(wanted.error, wanted.description);
+      const registered = await registrations.register({ name: wanted.name, ip: request.ip });
+      return reply
+        .code(201)
+        .header('cache-control', 'no-store')
+        .header('pragma', 'no-cache')
+        .send({
+          client_id: registered.id,
+          client_secret: registered.api_key,
+          client_id_issued_at: Math.floor(new Date(registered.created_at).getTime() / 1000),
+          client_secret_expires_at: 0 as const,
+          client_name: registered.name,
+          grant_types: ['client_credentials' as const],
+          response_types: [],
+          token_endpoint_auth_method: wanted.tokenEndpointAuthMethod,
+          scope: wanted.scope,
+        });
+    },
+  );
+
   const refuseAuthorize = async (_request: FastifyRequest, reply: FastifyReply) =>
     oauthError(
       reply,
@@ -144,6 +194,8 @@ const oauthRoutes: FastifyPluginAsync<{ ctx: AppContext; clients: RegistryClient
   const authorizeSchema = {
     tags: ['oauth'],
     summary: 'OAuth 2.0 authorization endpoint: answers 400 unsupported_response_type (only client credentials are offered)',
+    // it never answers 2xx: only the refusal is declared
+    response: { 400: oauthErrorSchema },
   };
   app.get(AUTHORIZE_ROUTE, { schema: authorizeSchema }, refuseAuthorize);
   app.post(AUTHORIZE_ROUTE, { bodyLimit: 8 * 1024, schema: authorizeSchema }, refuseAuthorize);

@@ -4,6 +4,7 @@
  * /rules/{id} (HTML) and /rules/{id}.json (JSON). An unknown id answers 404 trust_rule_not_found
  * in the error body (JSON) for both forms, like every other error of the service.
  */
+import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { PROFILE_VERSION } from '../../domain/trust/rules.js';
 import { PROFILE_DOCUMENT, PROFILE_HASH } from '../../domain/trust/snapshot.js';
@@ -40,7 +41,15 @@ const rulesRoutes: FastifyPluginAsyncZod<{ ctx: AppContext }> = async (app, { ct
   app.get('/rules.json', { schema: { tags: ['trust'], summary: 'Agent-readiness rule catalog with its profile hash', response: { 200: ruleCatalogSchema } } }, async (_req, reply) => sendJson(reply, catalogJson));
   app.get(
     '/rules/:id',
-    { config: { document: true }, schema: { tags: ['trust'], summary: 'One rule: HTML, or JSON when the id ends in .json', params: ruleParams, response: errorResponses(404) } },
+    {
+      config: { document: true },
+      schema: {
+        tags: ['trust'],
+        summary: 'One rule: HTML, or JSON when the id ends in .json',
+        params: ruleParams,
+        response: { 200: { description: 'The rule: an HTML page, or its JSON when the id ends in .json', content: { 'text/html': { schema: z.string() }, 'application/json': { schema: publicRuleSchema } } }, ...errorResponses(404) },
+      },
+    },
     async (req, reply) => {
       const asJson = req.params.id.endsWith('.json');
       const id = asJson ? req.params.id.slice(0, -'.json'.length) : req.params.id;

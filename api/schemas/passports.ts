@@ -22,7 +22,11 @@ export const passportIssuanceResultSchema = z
     hashScanLink: z.string(),
     _links: linkMapSchema.optional(),
   })
-  .meta({ id: 'PassportIssuanceResult' });
+  .meta({
+    id: 'PassportIssuanceResult',
+    // the x402 Bazaar extension of the 402 shows it as the paid route's output (api/plugins/x402Bazaar.ts)
+    examples: [{ tokenId: '0.0.5005', serialNumber: 1, did: 'did:hedera:testnet:0.0.4321', tier: 'bronze', capabilities: ['api_call'], hashScanLink: 'https://hashscan.io/testnet/token/0.0.5005/1' }],
+  });
 
 export const passportSchema = z
   .object({
@@ -87,7 +91,23 @@ export const upgradeResultSchema = z
     hashScanLink: z.string(),
     _links: linkMapSchema.optional(),
   })
-  .meta({ id: 'PassportUpgradeResult' });
+  .meta({
+    id: 'PassportUpgradeResult',
+    examples: [
+      {
+        upgraded: true,
+        tokenId: '0.0.5005',
+        serialNumber: 1,
+        did: 'did:hedera:testnet:0.0.4321',
+        oldTier: 'bronze',
+        newTier: 'silver',
+        tier: 'silver',
+        capabilities: ['api_call', 'data_consume'],
+        pricePaidTinybars: '1000000000',
+        hashScanLink: 'https://hashscan.io/testnet/token/0.0.5005/1',
+      },
+    ],
+  });
 
 export const auditEventSchema = z
   .object({

@@ -72,6 +72,24 @@ describe('DID signature authentication against localnet', () => {
     expect(res.json().code).toBe('auth_header_missing');
   });
 
+  it('every 401 names the DID signature scheme, its headers and the challenge URL in WWW-Authenticate', async () => {
+    const challengeUri = 'http://localhost:80/auth/challenge';
+    const none = await whoami({}, ed.did);
+    expect(none.statusCode).toBe(401);
+    expect(none.json().code).toBe('auth_header_missing');
+    expect(none.headers['www-authenticate']).toBe(
+      `DID-Challenge realm="agent-passport", challenge_uri="${challengeUri}", headers="x-service-did x-service-challenge x-service-signature", algorithms="ed25519 ecdsa-secp256k1"`,
+    );
+    // the challenge URL it names issues challenges
+    const uri = /challenge_uri="([^"]+)"/.exec(none.headers['www-authenticate'] as string)![1]!;
+    expect((await app.inject(`${new URL(uri).pathname}?did=${ed.did}`)).statusCode).toBe(200);
+    // a signature that fails: the same challenge with the catalog code as error
+    const headers = await signedHeaders(app, ed);
+    const bad = await whoami({ ...headers, 'x-service-signature': headers['x-service-signature']!.replace(/^../, (h) => (h === '00' ? '01' : '00')) }, ed.did);
+    expect(bad.statusCode).toBe(401);
+    expect(bad.headers['www-authenticate']).toMatch(/^DID-Challenge realm="agent-passport", challenge_uri="[^"]+", headers="[^"]+", algorithms="[^"]+", error="auth_signature_invalid", error_description="[^"]+"$/);
+  });
+
   it('auth_signature_invalid when signed by another key', async () => {
     const headers = await signedHeaders(app, ed);
     const challenge = decodeURIComponent(headers['x-service-challenge']);

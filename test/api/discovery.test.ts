@@ -88,7 +88,7 @@ describe('discovery documents and OAuth client credentials', () => {
       issuer: base,
       authorization_endpoint: `${base}/oauth/authorize`,
       token_endpoint: `${base}/oauth/token`,
-      registration_endpoint: `${base}/api/v1/agents/register`,
+      registration_endpoint: `${base}/oauth/register`,
       jwks_uri: `${base}/oauth/jwks.json`,
       scopes_supported: ['registry'],
       response_types_supported: [],
@@ -110,9 +110,10 @@ describe('discovery documents and OAuth client credentials', () => {
       expect(await res.json()).toMatchObject({ error: 'unsupported_response_type', code: 'invalid_request' });
     }
     const { id, key } = await registerKey('metadata-client');
-    const reg = await post(m.registration_endpoint, JSON.stringify({ name: 'via-metadata' }), { 'content-type': 'application/json' });
-    expect(reg.status).toBe(200);
-    expect(reg.body.api_key).toMatch(/^apk_/);
+    const reg = await post(m.registration_endpoint, JSON.stringify({ client_name: 'via-metadata', grant_types: ['client_credentials'] }), { 'content-type': 'application/json' });
+    expect(reg.status).toBe(201);
+    expect(reg.body.client_secret).toMatch(/^apk_/);
+    recordSecret('oauth client secret', reg.body.client_secret);
     const tok = await post(m.token_endpoint, form({ grant_type: 'client_credentials' }), { ...FORM, ...basic(id, key) });
     expect(tok.status).toBe(200);
     const jwks = await get(m.jwks_uri);
@@ -205,6 +206,37 @@ describe('discovery documents and OAuth client credentials', () => {
     for (const r of [wrongSecret, noAuth, both, grant, noGrant, scope, repeated]) expect(r.headers.get('cache-control')).toBe('no-store');
   });
 
+  it('every 401 of a Bearer route carries WWW-Authenticate (RFC 6750 3) naming the resource metadata (RFC 9728 5.1)', async () => {
+    const metadata = `${base}/.well-known/oauth-protected-resource`;
+    // no credential: the scheme, realm and metadata, no error code (RFC 6750 3.1)
+    const none = await get('/api/v1/agents/me');
+    expect(none.status).toBe(401);
+    expect(none.body.code).toBe('agent_key_invalid');
+    expect(none.headers.get('www-authenticate')).toBe(`Bearer realm="agent-passport", resource_metadata="${metadata}"`);
+    // a bad key, a bad token, a revoked key: error="invalid_token" with a description
+    const { key } = await registerKey('www-authenticate');
+    expect((await fetch(`${base}/api/v1/agents/me`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    for (const [credential, code] of [
+      [`apk_${'A'.repeat(43)}`, 'agent_key_invalid'],
+      ['eyJhbGciOiJFZERTQSIsInR5cCI6ImF0K2p3dCJ9.e30.AAAA', 'agent_key_invalid'],
+      [key, 'agent_key_revoked'],
+    ] as const) {
+      const r = await get('/api/v1/agents/me', { authorization: `Bearer ${credential}` });
+      expect(r.status).toBe(401);
+      expect(r.body.code).toBe(code);
+      const challenge = r.headers.get('www-authenticate')!;
+      expect(challenge).toMatch(/^Bearer realm="agent-passport", error="invalid_token", error_description="[^"\\]+", resource_metadata="([^"]+)"$/);
+      // the metadata it names is this resource's
+      const named = /resource_metadata="([^"]+)"/.exec(challenge)![1]!;
+      expect(named).toBe(metadata);
+      expect((await get(named)).body.resource).toBe(base);
+    }
+    // the token endpoint answers its Basic challenge on every invalid_client, Basic sent or not (RFC 6749 5.2)
+    const noAuth = await post('/oauth/token', form({ grant_type: 'client_credentials' }), FORM);
+    expect(noAuth.status).toBe(401);
+    expect(noAuth.headers.get('www-authenticate')).toMatch(/^Basic realm="agent-passport"/);
+  });
+
   it('/.well-known/oauth-protected-resource (RFC 9728), field by field', async () => {
     const r = await get('/.well-known/oauth-protected-resource');
     expect(r.status).toBe(200);
@@ -259,7 +291,7 @@ describe('discovery documents and OAuth client credentials', () => {
     expect(r.body).toEqual({
       subject: did,
       links: [
-        { rel: 'describedby', href: `${base}/did/${did}`, type: 'application/json' },
+        { rel: 'describedby', href: `${base}/did/${did}`, type: 'application/did+json' },
         { rel: 'urn:agent-passport:rel:passport', href: `${base}/passport/${tokenId}/${serial}`, type: 'application/json' },
         { rel: 'urn:agent-passport:rel:directory-entry', href: `${base}/agents/${encodeURIComponent(did)}`, type: 'application/json' },
         { rel: 'urn:agent-passport:rel:agent-card', href: 'https://agent.example/.well-known/agent-card.json', type: 'application/json' },

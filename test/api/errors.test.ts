@@ -122,6 +122,8 @@ describe('error handling', () => {
     const none = await app.inject({ method: 'POST', url: '/codec/decode', payload: body });
     expect(none.statusCode).toBe(401);
     expectErrorBody(none.json(), 'admin_auth_required');
+    // RFC 9110 11.6.1 / RFC 6750 3: the 401 names the Bearer scheme, the admin realm and the resource metadata (RFC 9728 5.1)
+    expect(none.headers['www-authenticate']).toBe('Bearer realm="agent-passport-admin", resource_metadata="http://localhost:80/.well-known/oauth-protected-resource"');
     const wrong = await app.inject({ method: 'POST', url: '/codec/decode', headers: { authorization: 'Bearer nope' }, payload: body });
     expect(wrong.statusCode).toBe(403);
     expectErrorBody(wrong.json(), 'admin_auth_invalid');

@@ -46,7 +46,7 @@ const registryRoutes: FastifyPluginAsyncZod<{ ctx: AppContext; clients: Registry
           'At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). ' +
           "With owner (a DID on this service's network) signed by that DID (X-Service-DID, X-Service-Challenge, X-Service-Signature of GET /auth/challenge) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, " +
           'within a daily budget (SPONSORED_DAILY_BUDGET, default 100) of which one owner takes at most SPONSORED_DAILY_PER_OWNER (default 5), both resetting at UTC midnight (429 sponsored_quota_exceeded). An owner without signature headers is not recorded: the answer is the plain registration (owner null, sponsored false). ' +
-          'Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). Also the OAuth registration_endpoint: the record id is the client_id, the key the client_secret.',
+          'Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). The record id is also an OAuth client_id and the key its client_secret (POST /oauth/token); the OAuth registration_endpoint itself is POST /oauth/register (RFC 7591), the same registration.',
         body: registryRegisterBodySchema,
         response: { 200: registryRegisteredSchema, ...errorResponses(400, 401, 403, 429, 503) },
       },

@@ -20,6 +20,7 @@ const program = new Command('agent-passport')
   .option('--account <id>', 'the agent Hedera account id (env AGENT_ACCOUNT_ID)')
   .addOption(new Option('--key-type <type>', 'key type when the key text does not say (env AGENT_KEY_TYPE)').choices(['ED25519', 'ECDSA']))
   .option('--deployment <path>', 'deployment file with topic and node ids (env LOCALNET_CONFIG_PATH; default .data/localnet.json)')
+  .option('--max-wait <seconds>', 'wait out a busy service (429/503 with Retry-After or X-RateLimit-Reset) for at most this long per request, 0 never (env AGENT_PASSPORT_MAX_WAIT_S; default 60)')
   .option('--json', 'print the answer as JSON (for scripts)')
   .option('-q, --quiet', 'no progress on stderr');
 

@@ -12,6 +12,8 @@ export interface ConfigInput {
   account?: string;
   keyType?: string;
   deployment?: string;
+  /** the most seconds one request waits out a busy service (429/503 saying when to retry) */
+  maxWait?: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -53,6 +55,14 @@ export function agentFrom(input: ConfigInput, env: Env): AgentIdentity | undefin
   return { accountId, privateKey, keyType: keyType(input.keyType ?? fromFile.keyType ?? env.AGENT_KEY_TYPE), did: fromFile.did ?? env.AGENT_DID };
 }
 
+/** --max-wait / AGENT_PASSPORT_MAX_WAIT_S (seconds) in ms; undefined: the client's default. */
+function maxWaitMs(seconds: string | undefined): number | undefined {
+  if (seconds === undefined || seconds === '') return undefined;
+  const n = Number(seconds);
+  if (!Number.isFinite(n) || n < 0) throw new Error('the wait bound (--max-wait, AGENT_PASSPORT_MAX_WAIT_S) must be a number of seconds >= 0');
+  return n * 1000;
+}
+
 /** Client options from flags, environment and the deployment file. */
 export function clientOptionsFrom(input: ConfigInput, env: Env = process.env): AgentClientOptions {
   const deploymentPath = input.deployment ?? env.LOCALNET_CONFIG_PATH ?? '.data/localnet.json';
@@ -64,5 +74,6 @@ export function clientOptionsFrom(input: ConfigInput, env: Env = process.env): A
     nodeAccountId: env.NODE_ACCOUNT_ID ?? dep?.node?.accountId ?? '0.0.3',
     a2aTopicId: env.A2A_TOPIC_ID ?? dep?.topics?.a2a,
     maxPaymentHbar: env.AGENT_MAX_PAYMENT_HBAR ? Number(env.AGENT_MAX_PAYMENT_HBAR) : undefined,
+    maxWaitMs: maxWaitMs(input.maxWait ?? env.AGENT_PASSPORT_MAX_WAIT_S),
   };
 }

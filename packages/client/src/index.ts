@@ -14,6 +14,9 @@ import { parsePrivateKey, signBytes, signTransaction, type KeyType } from '@agen
 import { createPayingFetch } from '@agent-passport/core/x402/clientScheme';
 import { A2A_CHUNK_BYTES, encodeEnvelope, envelopeOf } from '@agent-passport/core/a2a';
 import { challengeProblem, originOf } from '@agent-passport/core/signInChallenge';
+import { DEFAULT_MAX_WAIT_MS, patientFetch } from './patientFetch.js';
+
+export { DEFAULT_MAX_WAIT_MS, patientFetch, retryDelayMs } from './patientFetch.js';
 
 export type { paths } from './schema.js';
 export type ApiClient = Client<paths>;
@@ -46,9 +49,14 @@ export interface AgentClientOptions {
   a2aTopicId?: string;
   /** refuse to pay more than this per x402 payment (HBAR, default 600) */
   maxPaymentHbar?: number;
-  /** progress lines for long operations (paying, polling) */
+  /** progress lines for long operations (paying, polling, waiting out a busy service) */
   onProgress?: (line: string) => void;
   fetch?: typeof globalThis.fetch;
+  /**
+   * The most time (ms) one request may spend waiting out retryable 429/503 answers that say when to
+   * come back (Retry-After, X-RateLimit-Reset), with a progress line per wait; default 60000, 0: never wait.
+   */
+  maxWaitMs?: number;
 }
 
 /** A non-2xx answer of the API: { error, code, retryable?, hint? } plus the status. */
@@ -160,7 +168,8 @@ export class AgentPassportClient {
 
   constructor(private readonly options: AgentClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.fetchImpl = options.fetch ?? globalThis.fetch;
+    // every request of this client (typed reads, signed and paid requests, sign-in, polling) waits out a busy service
+    this.fetchImpl = patientFetch(options.fetch ?? globalThis.fetch, { maxWaitMs: options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS, onWait: (line) => this.progress(line) });
     this.api = createApiClient(this.baseUrl, this.fetchImpl);
   }
 

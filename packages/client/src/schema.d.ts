@@ -24,6 +24,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -57,6 +112,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -92,6 +202,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -126,6 +291,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -159,6 +379,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -210,8 +485,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -261,6 +573,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -314,8 +681,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -373,8 +777,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -477,6 +918,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -631,6 +1081,32 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -757,6 +1233,32 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -815,6 +1317,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -882,6 +1439,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -934,6 +1526,15 @@ export interface paths {
                         "application/json": components["schemas"]["PendingBody"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 401: {
                     headers: {
@@ -946,6 +1547,23 @@ export interface paths {
                 /** @description Default Response */
                 403: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1075,6 +1693,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -1134,6 +1787,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1183,6 +1891,43 @@ export interface paths {
                 };
                 /** @description Default Response */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1246,8 +1991,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1340,6 +2122,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1448,6 +2239,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -1511,8 +2337,54 @@ export interface paths {
                         "application/json": components["schemas"]["AgentCard"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1565,6 +2437,61 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorCatalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1601,6 +2528,61 @@ export interface paths {
                         "application/json": components["schemas"]["FeeCatalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -1635,6 +2617,61 @@ export interface paths {
                     };
                     content: {
                         "application/json": components["schemas"]["TrustTiers"];
+                    };
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
             };
@@ -1685,6 +2722,43 @@ export interface paths {
                 };
                 /** @description Default Response */
                 400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1751,6 +2825,17 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -1762,6 +2847,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1874,8 +2968,35 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1947,8 +3068,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2018,8 +3176,28 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2122,8 +3300,35 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2177,8 +3382,52 @@ export interface paths {
                         "application/json": components["schemas"]["RegistryRecord"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2212,8 +3461,52 @@ export interface paths {
                         "application/json": components["schemas"]["RegistryRecord"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2239,7 +3532,7 @@ export interface paths {
         put?: never;
         /**
          * Register for a registry api key (the keyed free tier); the key is shown once
-         * @description Returns the registration record and api_key (apk_ + 43 base64url characters), shown only in this answer; only its sha256 is kept. At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). With owner (a DID on this service's network) signed by that DID (X-Service-DID, X-Service-Challenge, X-Service-Signature of GET /auth/challenge) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, within a daily budget (SPONSORED_DAILY_BUDGET, default 100) of which one owner takes at most SPONSORED_DAILY_PER_OWNER (default 5), both resetting at UTC midnight (429 sponsored_quota_exceeded). An owner without signature headers is not recorded: the answer is the plain registration (owner null, sponsored false). Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). Also the OAuth registration_endpoint: the record id is the client_id, the key the client_secret.
+         * @description Returns the registration record and api_key (apk_ + 43 base64url characters), shown only in this answer; only its sha256 is kept. At most REGISTER_DAILY_CAP_PER_IP (default 5) registrations per address per rolling 24 h (429 register_rate_limited). With owner (a DID on this service's network) signed by that DID (X-Service-DID, X-Service-Challenge, X-Service-Signature of GET /auth/challenge) the registration is sponsored: the service pays for a registry.sponsored record on the directory topic, within a daily budget (SPONSORED_DAILY_BUDGET, default 100) of which one owner takes at most SPONSORED_DAILY_PER_OWNER (default 5), both resetting at UTC midnight (429 sponsored_quota_exceeded). An owner without signature headers is not recorded: the answer is the plain registration (owner null, sponsored false). Signature headers that do not verify or name another DID than owner are refused (401 auth_*, 403 auth_did_mismatch). The record id is also an OAuth client_id and the key its client_secret (POST /oauth/token); the OAuth registration_endpoint itself is POST /oauth/register (RFC 7591), the same registration.
          */
         post: {
             parameters: {
@@ -2290,8 +3583,35 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2351,6 +3671,34 @@ export interface paths {
                 /** @description Default Response */
                 400: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2434,6 +3782,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2470,6 +3864,61 @@ export interface paths {
                         "application/json": components["schemas"]["Catalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2504,6 +3953,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2537,6 +4041,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -2576,6 +4135,17 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 413: {
                     headers: {
@@ -2596,6 +4166,24 @@ export interface paths {
                 };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2630,12 +4218,14 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The DID document */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        "application/did+json": components["schemas"]["DidDocument"];
+                        "application/did+ld+json": components["schemas"]["DidDocument"];
                         "application/json": components["schemas"]["DidDocument"];
                     };
                 };
@@ -2648,9 +4238,37 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -2736,6 +4354,34 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -2788,6 +4434,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2815,6 +4516,61 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The RSS 2.0 document */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/rss+xml": string;
+                    };
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -2865,6 +4621,61 @@ export interface paths {
                         };
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -2909,6 +4720,52 @@ export interface paths {
                         };
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -2951,6 +4808,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -3015,8 +4927,52 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3068,6 +5024,34 @@ export interface paths {
                 /** @description Default Response */
                 400: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3165,6 +5149,41 @@ export interface paths {
                 /** @description Default Response */
                 409: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3271,6 +5290,32 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -3365,6 +5410,41 @@ export interface paths {
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3496,6 +5576,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -3615,6 +5730,41 @@ export interface paths {
                 /** @description Default Response */
                 409: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3749,6 +5899,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -3868,6 +6053,41 @@ export interface paths {
                 /** @description Default Response */
                 409: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -3999,6 +6219,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4124,6 +6379,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4187,8 +6477,54 @@ export interface paths {
                         "application/json": components["schemas"]["TaskEscrowStatus"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4290,6 +6626,41 @@ export interface paths {
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4404,6 +6775,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4490,9 +6896,55 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
                         [name: string]: unknown;
                     };
                     content: {
@@ -4619,6 +7071,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -4678,6 +7165,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -4711,6 +7253,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -4746,6 +7343,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -4774,11 +7426,59 @@ export interface paths {
             requestBody?: never;
             responses: {
                 /** @description Default Response */
-                200: {
+                400: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["OAuthError"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -4794,11 +7494,59 @@ export interface paths {
             requestBody?: never;
             responses: {
                 /** @description Default Response */
-                200: {
+                400: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": components["schemas"]["OAuthError"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -4832,10 +7580,173 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OAuth 2.0 dynamic client registration (RFC 7591): client metadata -> client_id and client_secret
+         * @description The registration_endpoint of /.well-known/oauth-authorization-server. Send client metadata as JSON (client_name, grant_types, token_endpoint_auth_method, scope, ...; metadata this server does not understand is ignored). Answers 201 with client_id (the registration id), client_secret (a registry key, shown this once; it also works as Authorization: Bearer) and client_secret_expires_at 0. The same registration as POST /api/v1/agents/register: at most REGISTER_DAILY_CAP_PER_IP (default 5) per address per rolling 24 h (429 register_rate_limited with Retry-After). Refusals follow RFC 7591 3.2.2 (400 invalid_client_metadata, invalid_redirect_uri) and carry the catalog code. Then POST /oauth/token with grant_type=client_credentials.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OAuthClientMetadataInput"];
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OAuthClientInformation"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["OAuthError"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -4870,6 +7781,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -4917,6 +7883,17 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
                     headers: {
@@ -4926,8 +7903,34 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5036,6 +8039,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -5108,8 +8146,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5218,6 +8293,41 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
                     headers: {
@@ -5295,8 +8405,45 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5338,6 +8485,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5372,6 +8574,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5405,6 +8662,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -5442,6 +8754,61 @@ export interface paths {
                         "application/json": components["schemas"]["TrustRuleCatalog"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5471,8 +8838,73 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
+                /** @description The rule: an HTML page, or its JSON when the id ends in .json */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TrustRule"];
+                        "text/html": string;
+                    };
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5514,6 +8946,61 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
             };
         };
         put?: never;
@@ -5547,6 +9034,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -5587,6 +9129,15 @@ export interface paths {
                         "application/json": components["schemas"]["WebhookList"];
                     };
                 };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 401: {
                     headers: {
@@ -5598,6 +9149,15 @@ export interface paths {
                 };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5686,8 +9246,35 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description payload_too_large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description unsupported_media_type */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5780,6 +9367,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -5865,6 +9461,15 @@ export interface paths {
                         "application/json": components["schemas"]["ErrorBody"];
                     };
                 };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
                 /** @description Default Response */
                 503: {
                     headers: {
@@ -5907,6 +9512,61 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description invalid_request: a malformed request (a field missing, of the wrong type or unknown; bad bytes) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description A credential that is not valid: agent_key_invalid / agent_key_revoked for a Bearer key or token (checked on every route), auth_* on DID-signed routes, admin_auth_required */
+                401: {
+                    headers: {
+                        /** @description The challenge: Bearer (with resource_metadata) or DID-Challenge */
+                        "WWW-Authenticate"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description rate_limit_exceeded (or the route's own quota): wait until X-RateLimit-Reset */
+                429: {
+                    headers: {
+                        /** @description Seconds until a retry can pass */
+                        "Retry-After"?: number;
+                        /** @description Requests allowed in the window */
+                        "X-RateLimit-Limit"?: number;
+                        /** @description Requests left in the window */
+                        "X-RateLimit-Remaining"?: number;
+                        /** @description Unix time (seconds) the window resets */
+                        "X-RateLimit-Reset"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description internal_server_error */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
+                };
+                /** @description service_unavailable: a dependency cannot serve now; retry */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorBody"];
+                    };
                 };
             };
         };
@@ -6515,7 +10175,8 @@ export interface components {
             received_at: string;
         };
         DidDocument: {
-            "@context": string[];
+            /** @description application/did+ld+json and application/json only (a JSON-LD entry) */
+            "@context"?: string[];
             assertionMethod: string[];
             authentication: string[];
             controller: string;
@@ -6539,7 +10200,8 @@ export interface components {
             [key: string]: unknown;
         };
         DidDocumentInput: {
-            "@context": string[];
+            /** @description application/did+ld+json and application/json only (a JSON-LD entry) */
+            "@context"?: string[];
             assertionMethod: string[];
             authentication: string[];
             controller: string;
@@ -6934,6 +10596,94 @@ export interface components {
             /** @enum {string} */
             verifierType: "none" | "sha256" | "json_schema" | "http";
         };
+        OAuthClientInformation: {
+            /** @description The registration id (uuid) */
+            client_id: string;
+            /** @description Seconds since the epoch */
+            client_id_issued_at: number;
+            client_name: string;
+            /** @description The registry key (apk_ + 43 base64url characters); shown this once, only its sha256 is kept */
+            client_secret: string;
+            /**
+             * @description 0: the secret does not expire (revoke it with DELETE /api/v1/agents/me)
+             * @constant
+             */
+            client_secret_expires_at: 0;
+            grant_types: "client_credentials"[];
+            response_types: string[];
+            scope: string;
+            /** @enum {string} */
+            token_endpoint_auth_method: "client_secret_basic" | "client_secret_post";
+        };
+        OAuthClientInformationInput: {
+            /** @description The registration id (uuid) */
+            client_id: string;
+            /** @description Seconds since the epoch */
+            client_id_issued_at: number;
+            client_name: string;
+            /** @description The registry key (apk_ + 43 base64url characters); shown this once, only its sha256 is kept */
+            client_secret: string;
+            /**
+             * @description 0: the secret does not expire (revoke it with DELETE /api/v1/agents/me)
+             * @constant
+             */
+            client_secret_expires_at: 0;
+            grant_types: "client_credentials"[];
+            response_types: string[];
+            scope: string;
+            /** @enum {string} */
+            token_endpoint_auth_method: "client_secret_basic" | "client_secret_post";
+        };
+        OAuthClientMetadata: {
+            /** @description The registration name (1-64 characters after trimming); default "oauth-client" */
+            client_name?: string;
+            /** @description Only ["client_credentials"]; omitted: client_credentials (the server substitutes it, RFC 7591 3.2.1) */
+            grant_types?: string[];
+            /** @description Must be empty or omitted: no redirect-based grant is offered */
+            redirect_uris?: string[];
+            /** @description Only []: no response type is offered */
+            response_types?: string[];
+            /** @description Space-separated; only "registry" (the default) */
+            scope?: string;
+            /** @description client_secret_basic (default) or client_secret_post; the token endpoint accepts both */
+            token_endpoint_auth_method?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        OAuthClientMetadataInput: {
+            /** @description The registration name (1-64 characters after trimming); default "oauth-client" */
+            client_name?: string;
+            /** @description Only ["client_credentials"]; omitted: client_credentials (the server substitutes it, RFC 7591 3.2.1) */
+            grant_types?: string[];
+            /** @description Must be empty or omitted: no redirect-based grant is offered */
+            redirect_uris?: string[];
+            /** @description Only []: no response type is offered */
+            response_types?: string[];
+            /** @description Space-separated; only "registry" (the default) */
+            scope?: string;
+            /** @description client_secret_basic (default) or client_secret_post; the token endpoint accepts both */
+            token_endpoint_auth_method?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        OAuthError: {
+            /** @description The catalog code (GET /api/meta/errors) */
+            code: string;
+            /** @description The OAuth error code (invalid_client_metadata, invalid_client, ...) */
+            error: string;
+            error_description: string;
+            hint: string;
+            retryable: boolean;
+        };
+        OAuthErrorInput: {
+            /** @description The catalog code (GET /api/meta/errors) */
+            code: string;
+            /** @description The OAuth error code (invalid_client_metadata, invalid_client, ...) */
+            error: string;
+            error_description: string;
+            hint: string;
+            retryable: boolean;
+        };
         Passport: {
             _links?: {
                 [key: string]: {
@@ -6978,6 +10728,18 @@ export interface components {
             tier: string | null;
             tokenId: string;
         };
+        /**
+         * @example {
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "tier": "bronze",
+         *       "capabilities": [
+         *         "api_call"
+         *       ],
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportIssuanceResult: {
             _links?: {
                 [key: string]: {
@@ -6993,6 +10755,18 @@ export interface components {
             tier: string;
             tokenId: string;
         };
+        /**
+         * @example {
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "tier": "bronze",
+         *       "capabilities": [
+         *         "api_call"
+         *       ],
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportIssuanceResultInput: {
             _links?: {
                 [key: string]: {
@@ -7060,6 +10834,23 @@ export interface components {
             /** @description The new tier, strictly above the current one */
             tier: string;
         };
+        /**
+         * @example {
+         *       "upgraded": true,
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "oldTier": "bronze",
+         *       "newTier": "silver",
+         *       "tier": "silver",
+         *       "capabilities": [
+         *         "api_call",
+         *         "data_consume"
+         *       ],
+         *       "pricePaidTinybars": "1000000000",
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportUpgradeResult: {
             _links?: {
                 [key: string]: {
@@ -7080,6 +10871,23 @@ export interface components {
             /** @constant */
             upgraded: true;
         };
+        /**
+         * @example {
+         *       "upgraded": true,
+         *       "tokenId": "0.0.5005",
+         *       "serialNumber": 1,
+         *       "did": "did:hedera:testnet:0.0.4321",
+         *       "oldTier": "bronze",
+         *       "newTier": "silver",
+         *       "tier": "silver",
+         *       "capabilities": [
+         *         "api_call",
+         *         "data_consume"
+         *       ],
+         *       "pricePaidTinybars": "1000000000",
+         *       "hashScanLink": "https://hashscan.io/testnet/token/0.0.5005/1"
+         *     }
+         */
         PassportUpgradeResultInput: {
             _links?: {
                 [key: string]: {
