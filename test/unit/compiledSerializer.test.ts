@@ -36,7 +36,13 @@ function arbitraryOf(schema: Json, defs: Json, depth = 0): fc.Arbitrary<unknown>
     case 'null':
       return fc.constant(null);
     case 'array':
-      return depth > 3 ? fc.constant([]) : fc.array(arbitraryOf(schema.items ?? {}, defs, depth + 1), { maxLength: 3 });
+    {
+      // the schema's own bounds (an empty-only array, max(0), must stay empty), at most 3 items otherwise
+      const minLength = schema.minItems ?? 0;
+      const maxLength = Math.max(minLength, Math.min(schema.maxItems ?? 3, 3));
+      if (maxLength === 0 || (depth > 3 && minLength === 0)) return fc.constant([]);
+      return fc.array(arbitraryOf(schema.items ?? {}, defs, depth + 1), { minLength, maxLength });
+    }
     case 'object': {
       const props = (schema.properties ?? {}) as Json;
       const required = new Set<string>(schema.required ?? []);
